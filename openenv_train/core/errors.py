@@ -1,0 +1,120 @@
+"""Typed errors. Server error frames map one-to-one onto ``EnvServerError`` subclasses.
+
+``InfrastructureError`` marks failures of the machinery (server died, timeout, protocol break):
+the rollout layer retries or drops those and never scores them as a reward.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+
+class ErrorCode(str, Enum):
+    INVALID_JSON = "INVALID_JSON"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    CAPACITY_REACHED = "CAPACITY_REACHED"
+    FACTORY_ERROR = "FACTORY_ERROR"
+    SESSION_ERROR = "SESSION_ERROR"
+
+
+class OpenEnvTrainError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class InfrastructureError(OpenEnvTrainError):
+    """The environment machinery failed; the agent did nothing wrong."""
+
+
+class EnvServerError(OpenEnvTrainError):
+    """An ``error`` frame from the server. ``code`` and ``data`` are kept verbatim."""
+
+    code: ErrorCode | str = "UNKNOWN"
+
+    def __init__(self, message: str, code: ErrorCode | str | None = None, data: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.data = dict(data or {})
+
+    def __str__(self) -> str:
+        code = self.code.value if isinstance(self.code, ErrorCode) else self.code
+        return f"[{code}] {self.message}"
+
+
+class InvalidJSONError(EnvServerError):
+    code = ErrorCode.INVALID_JSON
+
+
+class UnknownMessageTypeError(EnvServerError):
+    code = ErrorCode.UNKNOWN_TYPE
+
+
+class ActionValidationError(EnvServerError):
+    """The action or reset payload did not validate; ``errors`` lists the pydantic errors."""
+
+    code = ErrorCode.VALIDATION_ERROR
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return list(self.data.get("errors", []))
+
+
+class EnvExecutionError(EnvServerError):
+    """The env raised while handling a request; the session is still usable."""
+
+    code = ErrorCode.EXECUTION_ERROR
+
+
+class CapacityReachedError(EnvServerError, InfrastructureError):
+    code = ErrorCode.CAPACITY_REACHED
+
+
+class EnvFactoryError(EnvServerError, InfrastructureError):
+    code = ErrorCode.FACTORY_ERROR
+
+
+class SessionError(EnvServerError, InfrastructureError):
+    code = ErrorCode.SESSION_ERROR
+
+
+_BY_CODE: dict[str, type[EnvServerError]] = {
+    cls.code.value: cls  # type: ignore[union-attr]
+    for cls in (
+        InvalidJSONError,
+        UnknownMessageTypeError,
+        ActionValidationError,
+        EnvExecutionError,
+        CapacityReachedError,
+        EnvFactoryError,
+        SessionError,
+    )
+}
+
+
+def error_from_frame(data: dict[str, Any]) -> EnvServerError:
+    """Build the typed exception for an ``error`` frame's ``data``."""
+    code = str(data.get("code", "UNKNOWN"))
+    message = str(data.get("message", "unknown server error"))
+    extra = {k: v for k, v in data.items() if k not in ("code", "message")}
+    cls = _BY_CODE.get(code, EnvServerError)
+    return cls(message, code=cls.code if cls is not EnvServerError else code, data=extra)
+
+
+class ConnectionLostError(InfrastructureError):
+    """The socket to the env server closed or reset mid-session."""
+
+
+class RequestTimeoutError(InfrastructureError):
+    """No reply in time. The connection is dropped so later replies can never be mismatched."""
+
+
+class SessionClosedError(InfrastructureError):
+    """The session is gone (closed, timed out or lost); call ``reset()`` to start a new one."""
+
+
+class ServerStartError(InfrastructureError):
+    """An env server did not become healthy; the message carries its last log lines."""
