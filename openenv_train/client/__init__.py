@@ -1,1 +1,29 @@
-"""client layer."""
+"""Clients for env servers: async ``EnvClient`` (+ ``.sync()``), ``GenericEnvClient``, ``MCPToolClient``.
+
+Imports nothing from ``openenv_train.runtime`` at import time (``from_local`` imports it lazily).
+"""
+
+from .base import (
+    EnvClient,
+    ServerProvider,
+    ServerUnreachableError,
+    UnexpectedFrameError,
+    to_ws_url,
+)
+from .generic import GenericEnvClient, GenericObservation
+from .mcp import MCPToolClient, ToolCallError
+from .sync import SyncEnvClient, run_sync
+
+__all__ = [
+    "EnvClient",
+    "GenericEnvClient",
+    "GenericObservation",
+    "MCPToolClient",
+    "ServerProvider",
+    "ServerUnreachableError",
+    "SyncEnvClient",
+    "ToolCallError",
+    "UnexpectedFrameError",
+    "run_sync",
+    "to_ws_url",
+]

@@ -41,8 +41,10 @@ class Policy(ABC):
     tokenizer: Any
 
     @abstractmethod
-    async def generate(self, prompts: list[list[int]], sampling: SamplingSettings) -> list[Generation]:
+    async def generate(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
         """Return one :class:`Generation` per prompt, in order."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - a no-op default, not abstract
         """Release engine resources (processes, GPU memory)."""

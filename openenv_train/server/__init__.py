@@ -1,5 +1,16 @@
-"""Env servers: the Environment base class and create_app (HTTP, /ws, /mcp)."""
+"""Env servers: the Environment base classes and create_app (HTTP, /ws, /mcp)."""
 
+from .app import create_app
 from .environment import Environment
+from .mcp import MCPEnvironment, tool
+from .serve import DEFAULT_WS_IMPL, serve, uvicorn_kwargs
 
-__all__ = ["Environment"]
+__all__ = [
+    "DEFAULT_WS_IMPL",
+    "Environment",
+    "MCPEnvironment",
+    "create_app",
+    "serve",
+    "tool",
+    "uvicorn_kwargs",
+]

@@ -19,6 +19,13 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: Shown at ``GET /metadata``; defaults to the class name and docstring.
     metadata: EnvironmentMetadata | None = None
 
+    #: Opt-in speed-up for sync envs whose ``reset``/``step``/``state`` are pure computation that
+    #: returns in microseconds (no I/O, sleeps, locks or subprocesses). The server then calls them
+    #: on the event loop instead of hopping to a worker thread (~20-30 us saved per call). A
+    #: watchdog demotes the class back to worker threads, with a warning, when inline calls
+    #: overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms. Leave False when in doubt.
+    inline_sync_calls: bool = False
+
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:
         raise NotImplementedError(f"{type(self).__name__} must implement reset()")
 

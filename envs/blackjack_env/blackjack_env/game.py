@@ -2,8 +2,9 @@
 
 One 52-card deck shuffled per game, dealt without replacement. Actions: HIT=0, STAND=1. The dealer
 hits on 16 or less and stands on every 17 (soft 17 too). A bust player loses at once and the dealer
-does not play. Returns: +1 win, 0 push, -1 loss. Deal order (as OpenSpiel): player, dealer up,
-player, dealer hole.
+does not play. Returns: +1 win, 0 push, -1 loss. Deal order (as OpenSpiel 2.0.2, checked against
+``pyspiel``): player, player, dealer hole (hidden), dealer up (visible); later cards come off the
+same deck in order, so the same card sequence gives the same game in both.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ HIT, STAND = 0, 1
 ACTION_NAMES = {HIT: "hit", STAND: "stand"}
 RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "T", "J", "Q", "K")
 SUITS = ("C", "D", "H", "S")
+#: Cards are rank + suit ("QH"); index ``i`` here is OpenSpiel's card/chance action ``i``
+#: (OpenSpiel prints it suit first: "HQ").
+FULL_DECK = tuple(r + s for s in SUITS for r in RANKS)
+_CARD_SET = frozenset(FULL_DECK)
 
 
 def card_value(card: str) -> int:
@@ -43,9 +48,14 @@ def rank_label(card: str) -> str:
 
 @dataclass
 class BlackjackGame:
-    """One game. ``rng`` decides the shuffle, so a seed reproduces the whole deal."""
+    """One game. ``rng`` picks every card, so a seed reproduces the whole game.
 
-    rng: random.Random
+    Cards are drawn lazily, each uniformly from the cards left (a Fisher-Yates step per draw):
+    the same distribution as shuffling the whole deck first, at a fraction of the cost, since a
+    game uses ~6 of 52 cards and env servers deal thousands of games per second.
+    """
+
+    rng: random.Random | None
     deck: list[str] = field(default_factory=list)
     player: list[str] = field(default_factory=list)
     dealer: list[str] = field(default_factory=list)
@@ -55,16 +65,34 @@ class BlackjackGame:
     @classmethod
     def deal(cls, seed: int | None = None, rng: random.Random | None = None) -> BlackjackGame:
         game = cls(rng=rng or random.Random(seed))
-        game.deck = [r + s for s in SUITS for r in RANKS]
-        game.rng.shuffle(game.deck)
-        game.player.append(game._draw())
-        game.dealer.append(game._draw())
-        game.player.append(game._draw())
-        game.dealer.append(game._draw())
+        game.deck = list(FULL_DECK)
+        game._initial_deal()
         return game
 
+    @classmethod
+    def from_cards(cls, cards: list[str]) -> BlackjackGame:
+        """A game whose cards come off ``cards`` in this order (tests replay OpenSpiel deals)."""
+        unknown = [c for c in cards if c not in _CARD_SET]
+        if unknown or len(set(cards)) != len(cards) or len(cards) < 4:
+            raise ValueError(
+                f"cards must be >= 4 distinct cards like 'QH' or '9C' (rank then suit), got {cards!r}"
+            )
+        game = cls(rng=None)  # no rng: cards come off the end of ``deck`` in order
+        game.deck = list(reversed(cards))
+        game._initial_deal()
+        return game
+
+    def _initial_deal(self) -> None:
+        first, second, hole, up = self._draw(), self._draw(), self._draw(), self._draw()
+        self.player.extend((first, second))
+        self.dealer.extend((up, hole))  # dealer[0] is always the visible up card
+
     def _draw(self) -> str:
-        return self.deck.pop()
+        deck = self.deck
+        if self.rng is not None:
+            i = self.rng.randrange(len(deck))
+            deck[i], deck[-1] = deck[-1], deck[i]
+        return deck.pop()
 
     @property
     def player_total(self) -> int:
@@ -111,13 +139,22 @@ class BlackjackGame:
 
     def prompt_text(self) -> str:
         """Compact rendering for LLM prompts: ``player 15 soft dealer A``."""
-        softness = "soft" if self.player_soft else "hard"
-        return f"player {self.player_total} {softness} dealer {rank_label(self.dealer_upcard)}"
+        total, soft = hand_total(self.player)
+        return render_state(total, soft, rank_label(self.dealer_upcard))
+
+
+def render_state(total: int, soft: bool, dealer_label: str) -> str:
+    """``player 15 soft dealer A``: the one text form of a decision point (see prompt_text)."""
+    return f"player {total} {'soft' if soft else 'hard'} dealer {dealer_label}"
 
 
 def basic_strategy(total: int, soft: bool, dealer_up: str) -> int:
     """Hit/stand basic strategy (no doubling or splitting) for a 1-deck, S17 game."""
-    up = 10 if dealer_up in ("10", "T", "J", "Q", "K") else (11 if dealer_up == "A" else int(dealer_up))
+    up = (
+        10
+        if dealer_up in ("10", "T", "J", "Q", "K")
+        else (11 if dealer_up == "A" else int(dealer_up))
+    )
     if soft:
         if total >= 19:
             return STAND

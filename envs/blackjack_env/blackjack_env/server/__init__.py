@@ -1,0 +1,1 @@
+"""BlackJack env server: ``uvicorn blackjack_env.server.app:app``."""

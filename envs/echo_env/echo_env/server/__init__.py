@@ -1,0 +1,1 @@
+"""Echo env server: ``uvicorn echo_env.server.app:app``."""

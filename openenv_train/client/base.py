@@ -1,0 +1,412 @@
+"""``EnvClient``: one WebSocket connection to ``/ws`` is one env session.
+
+The protocol has no request ids: a reply is matched to a request only by order. So a client
+never lets two requests overlap, and a request that times out or is cancelled drops the
+connection at once; a late reply then can never be read as the answer to a later call
+(OpenEnv issue #1143). Later calls raise ``SessionClosedError`` until ``reset()`` opens a
+fresh session.
+
+The hot path is one ``send`` and one ``recv`` per call, one JSON encode and one decode, no
+task spawned (``asyncio.timeout`` instead of ``wait_for`` on 3.11+).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.protocol import State as WsState
+
+from ..core import wire
+from ..core.errors import (
+    CapacityReachedError,
+    ConnectionLostError,
+    InfrastructureError,
+    RequestTimeoutError,
+    SessionClosedError,
+    error_from_frame,
+)
+from ..core.models import Action, ActT, Observation, ObsT, State, StateT, StepResult
+
+if TYPE_CHECKING:
+    from .sync import SyncEnvClient
+
+_timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
+_STATE_TEXT = json.dumps(wire.STATE_FRAME)
+_CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+#: Keyword arguments of ``EnvClient.__init__`` (``from_local`` routes the rest to the provider).
+CLIENT_KWARGS = frozenset({"timeout", "connect_timeout", "max_message_size", "ping_interval"})
+
+ClientT = TypeVar("ClientT", bound="EnvClient[Any, Any, Any]")
+
+
+class UnexpectedFrameError(InfrastructureError):
+    """The server answered with a frame that is not the reply the protocol promises."""
+
+
+class ServerUnreachableError(ConnectionLostError):
+    """No WebSocket session could be opened (nothing listening, refused handshake, bad URL)."""
+
+
+class ServerProvider(Protocol):
+    """What ``from_provider`` needs: ``openenv_train.runtime.LocalProcessProvider`` fits."""
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    def start(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+def to_ws_url(base_url: str) -> str:
+    """``http://h:p[/prefix]`` -> ``ws://h:p[/prefix]/ws`` (``ws://``/``wss://`` and a ``/ws`` suffix kept)."""
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ValueError(f"base_url must be a URL like 'http://127.0.0.1:8000', got {base_url!r}")
+    url = base_url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(
+            f"base_url must start with http://, https://, ws:// or wss:// and name a host, got {base_url!r}"
+        )
+    path = parts.path if parts.path.endswith("/ws") else parts.path + "/ws"
+    return urlunsplit((scheme, parts.netloc, path, parts.query, ""))
+
+
+class EnvClient(Generic[ActT, ObsT, StateT]):
+    """Async client for one env session. Subclass with three class attributes for a typed env::
+
+        class BlackjackEnv(EnvClient[BlackjackAction, BlackjackObservation, BlackjackState]):
+            action_cls, observation_cls, state_cls = BlackjackAction, BlackjackObservation, BlackjackState
+
+    Use one client per concurrent session: requests on one client never overlap.
+    """
+
+    action_cls: ClassVar[type[Action]] = Action
+    observation_cls: ClassVar[type[Observation]] = Observation
+    state_cls: ClassVar[type[State]] = State
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = 30.0,
+        connect_timeout: float = 10.0,
+        max_message_size: int | None = 64 * 1024 * 1024,
+        ping_interval: float | None = None,
+    ) -> None:
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(
+                f"timeout must be a positive number of seconds or None, got {timeout!r}"
+            )
+        if not (isinstance(connect_timeout, (int, float)) and connect_timeout > 0):
+            raise ValueError(
+                f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}"
+            )
+        self.base_url = base_url.strip().rstrip("/") if isinstance(base_url, str) else base_url
+        self.ws_url = to_ws_url(base_url)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_message_size = max_message_size
+        self.ping_interval = ping_interval
+        self._ws: ClientConnection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lost: str | None = None  # why the last session ended; None while usable
+        self._final: str | None = None  # set when close() also stopped the server
+        self._busy = False
+        self._provider: ServerProvider | None = None
+        cls = type(self)
+        self._fast_step = cls._step_payload is EnvClient._step_payload
+        host = urlsplit(self.ws_url).hostname or ""
+        self._loopback = host in _LOOPBACK or host.startswith("127.")
+
+    # ---- override hooks ------------------------------------------------------------------
+
+    def _step_payload(self, action: ActT) -> dict[str, Any]:
+        """The ``data`` of a ``step`` frame. Override for custom encodings."""
+        return action.model_dump()
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[ObsT]:
+        """Turn an ``observation`` frame's ``data`` into a ``StepResult``."""
+        obs = wire.parse_observation(payload, self.observation_cls)
+        return StepResult(
+            observation=obs,  # type: ignore[arg-type]
+            reward=payload.get("reward"),
+            done=bool(payload.get("done", False)),
+            metadata=payload.get("metadata") or {},
+        )
+
+    def _parse_state(self, payload: dict[str, Any]) -> StateT:
+        """Turn a ``state`` frame's ``data`` into the state model."""
+        return self.state_cls.model_validate(payload)  # type: ignore[return-value]
+
+    # ---- public API ----------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        """True while a session is open."""
+        return self._ws is not None
+
+    async def connect(self: ClientT) -> ClientT:
+        """Open the session (a no-op if one is open). ``async with`` calls this."""
+        if self._ws is None:
+            if self._busy:
+                raise RuntimeError(
+                    f"{type(self).__name__}.connect() called while a request is in flight"
+                )
+            self._busy = True
+            try:
+                await self._open()
+            finally:
+                self._busy = False
+        return self
+
+    async def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> StepResult[ObsT]:
+        """Start an episode. Opens a fresh session first if the last one was lost or closed."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"reset(seed=...) must be a non-negative int or None, got {seed!r}")
+        text = json.dumps(wire.reset_frame(seed=seed, episode_id=episode_id, **kwargs))
+        return self._parse_result(await self._request(text, "observation", "reset", fresh=True))
+
+    async def step(self, action: ActT) -> StepResult[ObsT]:
+        """Send one action and return the resulting observation, reward and done."""
+        if self._fast_step:
+            if not isinstance(action, BaseModel):
+                raise TypeError(
+                    f"step() expects a {self.action_cls.__name__} instance, got {type(action).__name__}; "
+                    f"build one with {self.action_cls.__name__}(...) or use GenericEnvClient for dict actions"
+                )
+            text = '{"type":"step","data":' + action.model_dump_json() + "}"
+        else:
+            text = json.dumps(wire.step_frame(self._step_payload(action)))
+        return self._parse_result(await self._request(text, "observation", "step"))
+
+    async def state(self) -> StateT:
+        """The server-side state of the current episode."""
+        return self._parse_state(await self._request(_STATE_TEXT, "state", "state"))
+
+    async def close(self) -> None:
+        """End the session politely; stop the server too if this client started it."""
+        ws, self._ws = self._ws, None
+        if self._lost is None:
+            self._lost = "the session was closed by close()"
+        try:
+            if ws is not None:
+                try:
+                    await ws.send(_CLOSE_TEXT)
+                    await ws.close()
+                except (ConnectionClosed, OSError):
+                    pass
+                except BaseException:
+                    ws.transport.abort()
+                    raise
+        finally:
+            provider, self._provider = self._provider, None
+            if provider is not None:
+                self._final = "the client was closed and its server stopped; create a new client"
+                await asyncio.to_thread(provider.stop)
+
+    async def __aenter__(self: ClientT) -> ClientT:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def sync(self) -> SyncEnvClient:
+        """A blocking wrapper with the same methods; works inside or outside a running loop."""
+        from .sync import SyncEnvClient
+
+        return SyncEnvClient(self)
+
+    @classmethod
+    async def from_provider(
+        cls: type[ClientT],
+        provider: ServerProvider,
+        *,
+        stop_on_close: bool = True,
+        **client_kwargs: Any,
+    ) -> ClientT:
+        """Start ``provider`` (unless started), connect, and stop it when the client closes."""
+        base_url = provider.base_url or await asyncio.to_thread(provider.start)
+        try:
+            client = cls(base_url, **client_kwargs)
+            await client.connect()
+        except BaseException:
+            if stop_on_close:
+                await asyncio.to_thread(provider.stop)
+            raise
+        if stop_on_close:
+            client._provider = provider
+        return client
+
+    @classmethod
+    async def from_local(cls: type[ClientT], app: str, **kwargs: Any) -> ClientT:
+        """Serve ``app`` (``"pkg.server.app:app"``) in a local subprocess and connect to it.
+
+        ``timeout``/``connect_timeout``/``max_message_size``/``ping_interval`` go to the client,
+        everything else to ``LocalProcessProvider``.
+        """
+        from ..runtime import LocalProcessProvider  # lazy: client must not import runtime
+
+        client_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in CLIENT_KWARGS}
+        return await cls.from_provider(LocalProcessProvider(app, **kwargs), **client_kwargs)
+
+    @classmethod
+    def from_local_sync(cls: type[ClientT], app: str, **kwargs: Any) -> SyncEnvClient:
+        """Blocking twin of ``from_local``: ``with BlackjackEnv.from_local_sync(app) as env:``."""
+        from .sync import SyncEnvClient, run_sync
+
+        return SyncEnvClient(run_sync(cls.from_local(app, **kwargs)))
+
+    # ---- transport -----------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        if self._final is not None:
+            raise SessionClosedError(self._final)
+        old, self._ws = self._ws, None
+        if old is not None:
+            old.transport.abort()
+        kwargs: dict[str, Any] = {
+            "compression": None,
+            "open_timeout": self.connect_timeout,
+            "max_size": self.max_message_size,
+            "ping_interval": self.ping_interval,
+            "close_timeout": 2.0,
+            "user_agent_header": None,
+        }
+        if self._loopback:
+            kwargs["proxy"] = None
+        try:
+            ws = await ws_connect(self.ws_url, **kwargs)
+        except InvalidStatus as e:
+            status = e.response.status_code
+            msg = f"{self.ws_url} refused the WebSocket handshake with HTTP {status}"
+            if status in (429, 503):
+                raise CapacityReachedError(msg, data={"http_status": status}) from e
+            raise ServerUnreachableError(f"{msg}; is this an env server base_url?") from e
+        except (TimeoutError, asyncio.TimeoutError) as e:
+            raise RequestTimeoutError(
+                f"opening a session at {self.ws_url} took longer than connect_timeout={self.connect_timeout}s"
+            ) from e
+        except (OSError, InvalidHandshake) as e:
+            raise ServerUnreachableError(
+                f"could not open a session at {self.ws_url}: {e}; is the env server running at that address?"
+            ) from e
+        self._ws = ws
+        self._loop = asyncio.get_running_loop()
+        self._lost = None
+
+    def _drop(self, why: str) -> None:
+        """Abort the socket now: a reply still on its way can never reach a later call."""
+        ws, self._ws = self._ws, None
+        self._lost = why
+        if ws is not None:
+            ws.transport.abort()
+
+    async def _request(
+        self, text: str, expect: str, what: str, fresh: bool = False
+    ) -> dict[str, Any]:
+        """Send one frame and read its reply. ``fresh``: (re)open a lost session first (reset)."""
+        if self._busy:
+            raise RuntimeError(
+                f"{type(self).__name__}.{what}() called while another request is in flight on the "
+                "same session; use one client per concurrent session"
+            )
+        ws = self._ws
+        if fresh and ws is not None and ws.state is not WsState.OPEN:
+            # the server ended the idle session (reaper, restart) before this reset: nothing is
+            # lost at an episode boundary, so open a new session instead of failing
+            self._drop("the server closed the idle session")
+            ws = None
+        if ws is None:
+            if self._final is not None:
+                raise SessionClosedError(self._final)
+            if self._lost is not None and not fresh:
+                raise SessionClosedError(f"{self._lost}; call reset() to start a new session")
+            self._busy = True
+            try:
+                await self._open()
+            finally:
+                self._busy = False
+            ws = self._ws
+            assert ws is not None
+        elif self._loop is not asyncio.get_running_loop():
+            raise RuntimeError(
+                f"{type(self).__name__} was connected on another event loop; use it from that loop "
+                "(or call .sync() before connecting for blocking use)"
+            )
+        self._busy = True
+        try:
+            try:
+                await ws.send(text)
+            except ConnectionClosed:
+                pass  # a refusing server sends an error frame then closes: read it below
+            if _timeout is not None:
+                async with _timeout(self.timeout):
+                    raw = await ws.recv()
+            else:  # Python 3.10
+                raw = await asyncio.wait_for(ws.recv(), self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            self._drop(f"{what}() timed out after {self.timeout}s and the connection was dropped")
+            raise RequestTimeoutError(
+                f"no reply to {what}() within timeout={self.timeout}s from {self.ws_url}; the "
+                "connection was dropped so a late reply cannot be mistaken for a later one; "
+                "call reset() to start a new session (or raise timeout=)"
+            ) from None
+        except asyncio.CancelledError:
+            self._drop(f"{what}() was cancelled while waiting for its reply")
+            raise
+        except ConnectionClosed as e:
+            self._drop(f"the connection closed during {what}()")
+            raise ConnectionLostError(
+                f"the connection to {self.ws_url} closed during {what}() ({_close_text(e)}); "
+                "call reset() to start a new session"
+            ) from e
+        except OSError as e:
+            self._drop(f"the connection failed during {what}()")
+            raise ConnectionLostError(
+                f"the connection to {self.ws_url} failed during {what}(): {e}"
+            ) from e
+        finally:
+            self._busy = False
+        return self._reply(raw, expect, what)
+
+    def _reply(self, raw: str | bytes, expect: str, what: str) -> dict[str, Any]:
+        try:
+            msg = json.loads(raw)
+            mtype = msg.get("type")
+        except (ValueError, AttributeError):
+            self._drop(f"the server sent a non-JSON reply to {what}()")
+            raise UnexpectedFrameError(
+                f"{what}(): reply is not a JSON frame: {raw[:200]!r}"
+            ) from None
+        if mtype == expect:
+            data = msg.get("data")
+            return data if isinstance(data, dict) else {}
+        if mtype == "error":
+            err = error_from_frame(msg.get("data") or {})
+            if isinstance(err, InfrastructureError):  # the server closes the session after these
+                self._drop(f"the server ended the session: {err}")
+            raise err
+        self._drop(f"the server sent an unexpected {mtype!r} frame")
+        raise UnexpectedFrameError(f"{what}(): expected a {expect!r} frame, got {str(raw)[:200]!r}")
+
+
+def _close_text(e: ConnectionClosed) -> str:
+    rcvd = e.rcvd
+    if rcvd is None:
+        return "no close frame: the server went away or the TCP connection was reset"
+    return f"close code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''}"

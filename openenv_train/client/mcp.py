@@ -1,0 +1,118 @@
+"""``MCPToolClient``: list and call an env's MCP tools as ``/ws`` step actions (simulation mode)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import OpenEnvTrainError
+from ..core.mcp import (
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+    Tool,
+    ToolError,
+    ToolErrorType,
+)
+from ..core.models import Action, Observation, StepResult
+from .base import EnvClient
+from .generic import GenericObservation
+
+
+class ToolCallError(OpenEnvTrainError):
+    """A tool call came back with an error (unknown tool, bad arguments, the tool raised...)."""
+
+    def __init__(self, tool_name: str, error_type: ToolErrorType | str, message: str) -> None:
+        self.tool_name = tool_name
+        self.error_type = error_type
+        self.message = message
+        kind = error_type.value if isinstance(error_type, ToolErrorType) else error_type
+        super().__init__(f"tool {tool_name!r} failed ({kind}): {message}")
+
+
+def _tool(data: dict[str, Any]) -> Tool:
+    schema = data.get("input_schema", data.get("inputSchema"))
+    return Tool(
+        name=str(data.get("name", "")),
+        description=data.get("description") or "",
+        input_schema=schema if isinstance(schema, dict) else {"type": "object", "properties": {}},
+    )
+
+
+def _unwrap(result: Any) -> Any:
+    """A FastMCP ``CallToolResult`` (as a dict) -> its value; anything else as is."""
+    if not (isinstance(result, dict) and "content" in result and "data" in result):
+        return result
+    if result.get("data") is not None:
+        return result["data"]
+    structured = result.get("structured_content") or result.get("structuredContent")
+    if isinstance(structured, dict) and "result" in structured:
+        return structured["result"]
+    texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
+    return "".join(texts) if texts else None
+
+
+class MCPToolClient(EnvClient[Action, Observation, Any]):
+    """``await env.list_tools()``, ``await env.call_tool("echo_message", message="hi")``.
+
+    Calls travel as ``step`` actions ``{"type": "list_tools"}`` / ``{"type": "call_tool", ...}``
+    on the session's WebSocket, so they run against this session's env instance.
+    Non-tool observations (e.g. from ``reset``) parse with ``observation_cls``.
+    """
+
+    observation_cls = GenericObservation
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[Observation]:
+        data = payload.get("observation") or {}
+        common = {
+            "reward": payload.get("reward"),
+            "done": bool(payload.get("done", False)),
+            "metadata": data.get("metadata") or {},
+        }
+        obs: Observation
+        if "tools" in data and isinstance(data["tools"], list):
+            obs = ListToolsObservation(tools=[_tool(t) for t in data["tools"]], **common)
+        elif "tool_name" in data:
+            err = data.get("error")
+            obs = CallToolObservation(
+                tool_name=str(data["tool_name"]),
+                result=data.get("result"),
+                error=ToolError.model_validate(err) if err else None,
+                **common,
+            )
+        else:
+            return super()._parse_result(payload)
+        return StepResult(
+            observation=obs,
+            reward=common["reward"],
+            done=common["done"],
+            metadata=payload.get("metadata") or {},
+        )
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools this session's env exposes."""
+        obs = (await self.step(ListToolsAction())).observation
+        if not isinstance(obs, ListToolsObservation):
+            raise ToolCallError("list_tools", "unexpected_observation", f"got {type(obs).__name__}")
+        if not obs.tools and obs.metadata.get("error"):
+            raise ToolCallError(
+                "list_tools",
+                str(obs.metadata.get("error_type", "error")),
+                str(obs.metadata["error"]),
+            )
+        return obs.tools
+
+    async def call_tool(self, name: str, **arguments: Any) -> Any:
+        """Call tool ``name``; returns its result or raises ``ToolCallError``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"call_tool(name=...) must be a non-empty tool name, got {name!r}")
+        obs = (await self.step(CallToolAction(tool_name=name, arguments=arguments))).observation
+        if not isinstance(obs, CallToolObservation):
+            raise ToolCallError(name, "unexpected_observation", f"got {type(obs).__name__}")
+        if obs.error is not None:
+            raise ToolCallError(name, obs.error.error_type, obs.error.message)
+        if isinstance(obs.result, dict) and obs.result.get("is_error"):
+            raise ToolCallError(
+                name, ToolErrorType.EXECUTION_ERROR, str(_unwrap({**obs.result, "data": None}))
+            )
+        return _unwrap(obs.result)

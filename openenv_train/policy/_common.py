@@ -1,0 +1,85 @@
+"""Checks and post-processing shared by every backend, so all of them fail and cut alike."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .base import Generation, SamplingSettings
+
+
+def validate_request(
+    prompts: Sequence[Sequence[int]], sampling: SamplingSettings, vocab_size: int | None = None
+) -> None:
+    """Raise ``ValueError`` naming the bad field before any backend work starts."""
+    if not isinstance(sampling, SamplingSettings):
+        raise TypeError(
+            f"sampling: expected SamplingSettings, got {type(sampling).__name__}; "
+            "pass openenv_train.policy.SamplingSettings(...)"
+        )
+    if sampling.max_new_tokens < 1:
+        raise ValueError(f"sampling.max_new_tokens={sampling.max_new_tokens}: must be >= 1")
+    if not (sampling.temperature >= 0 and math.isfinite(sampling.temperature)):
+        raise ValueError(
+            f"sampling.temperature={sampling.temperature}: must be a finite number >= 0 (0 = greedy)"
+        )
+    if not 0 < sampling.top_p <= 1:
+        raise ValueError(f"sampling.top_p={sampling.top_p}: must be in (0, 1] (1 = off)")
+    if sampling.top_k < 0:
+        raise ValueError(f"sampling.top_k={sampling.top_k}: must be >= 0 (0 = off)")
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
+        raise TypeError("prompts: expected a list of token-id lists; tokenize text first")
+    for i, prompt in enumerate(prompts):
+        if isinstance(prompt, (str, bytes)) or not isinstance(prompt, Sequence):
+            raise TypeError(
+                f"prompts[{i}]: expected a list of token ids, got {type(prompt).__name__}"
+            )
+        if len(prompt) == 0:
+            raise ValueError(f"prompts[{i}] is empty; every prompt needs at least one token id")
+        if vocab_size is not None:
+            bad = [t for t in prompt if not (isinstance(t, int) and 0 <= t < vocab_size)]
+            if bad:
+                raise ValueError(
+                    f"prompts[{i}] holds token ids outside [0, {vocab_size}): {bad[:5]}; "
+                    "tokenize with this policy's tokenizer"
+                )
+
+
+def stop_ids(tokenizer: Any, sampling: SamplingSettings) -> frozenset[int]:
+    """The tokenizer's EOS id plus ``sampling.stop_token_ids``."""
+    ids = set(sampling.stop_token_ids)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif isinstance(eos, Iterable):
+        ids.update(int(e) for e in eos)
+    return frozenset(ids)
+
+
+def make_generation(
+    token_ids: Sequence[int],
+    logprobs: Sequence[float],
+    tokenizer: Any,
+    stops: frozenset[int],
+    *,
+    finish_reason: str | None = None,
+    text: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Generation:
+    """Cut at the first stop id (kept), decode, and fill ``finish_reason`` when not given."""
+    ids = [int(t) for t in token_ids]
+    lps = [float(x) for x in logprobs]
+    if len(lps) != len(ids):
+        raise ValueError(f"backend returned {len(ids)} token ids but {len(lps)} logprobs")
+    for n, tok in enumerate(ids):
+        if tok in stops:
+            if n + 1 < len(ids):
+                ids, lps, text = ids[: n + 1], lps[: n + 1], None
+            finish_reason = "stop"
+            break
+    if finish_reason is None:
+        finish_reason = "length"
+    if text is None:
+        text = tokenizer.decode(ids, skip_special_tokens=True) if tokenizer is not None else ""
+    return Generation(ids, lps, text, finish_reason, dict(extra or {}))

@@ -1,0 +1,148 @@
+"""Generate through an OpenAI-compatible ``/v1/completions`` server (vLLM, SGLang, ...).
+
+One HTTP request per batch: the prompts go as token-id lists, and the request asks for
+``"logprobs": 1, "return_token_ids": true`` so the reply carries each choice's sampled
+``token_ids`` and ``logprobs.token_logprobs`` (vLLM's extensions; see /work/shared/vllm.md).
+Which logprobs a server reports is its own setting: vLLM's default ``raw_logprobs`` is the
+model's distribution before temperature/top-k/top-p; start it with
+``--logprobs-mode processed_logprobs`` to get the sampling distribution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import InfrastructureError, RequestTimeoutError
+from ._common import make_generation, stop_ids, validate_request
+from .base import Generation, Policy, SamplingSettings
+
+
+class OpenAICompatiblePolicy(Policy):
+    """Async client for ``POST {base_url}/v1/completions`` with token-id prompts.
+
+    ``text`` is decoded locally from the token ids (as every backend does: vLLM's incremental
+    detokenizer would prefix a space here); the server's own text is in ``extra["server_text"]``.
+    ``sampling.seed`` is sent only for single-prompt batches: a server applies one request seed to
+    every prompt, which would make the members of a GRPO group (identical prompts) identical.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        tokenizer: Any,
+        timeout: float = 300.0,
+        api_key: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        import httpx
+
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url={base_url!r}: expected http(s)://host:port")
+        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.extra_body = dict(extra_body or {})
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0), headers=headers
+        )
+
+    def request_body(self, prompts: list[list[int]], sampling: SamplingSettings) -> dict[str, Any]:
+        """The JSON body sent for one batch (public so tests and users can inspect it)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": [list(p) for p in prompts],
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "n": 1,
+            "logprobs": 1,
+            "return_token_ids": True,
+            "echo": False,
+        }
+        if sampling.top_k > 0:
+            body["top_k"] = sampling.top_k
+        if sampling.stop_token_ids:
+            body["stop_token_ids"] = list(sampling.stop_token_ids)
+        if sampling.seed is not None and len(prompts) == 1:
+            body["seed"] = sampling.seed
+        body.update(self.extra_body)
+        return body
+
+    async def generate(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
+        """One request for the whole batch; choices are matched back to prompts by ``index``."""
+        import httpx
+
+        validate_request(prompts, sampling)
+        if not prompts:
+            return []
+        try:
+            response = await self._client.post(
+                "/v1/completions", json=self.request_body(prompts, sampling)
+            )
+        except httpx.TimeoutException as exc:
+            raise RequestTimeoutError(f"{self.base_url}/v1/completions timed out: {exc}") from exc
+        except httpx.TransportError as exc:
+            raise InfrastructureError(
+                f"{self.base_url}/v1/completions unreachable: {exc!r}"
+            ) from exc
+        if response.status_code >= 500:
+            raise InfrastructureError(
+                f"{self.base_url}/v1/completions answered {response.status_code}: {response.text[:500]}"
+            )
+        if response.status_code != 200:
+            raise ValueError(
+                f"{self.base_url}/v1/completions rejected the request ({response.status_code}): "
+                f"{response.text[:500]}"
+            )
+        return self.parse_response(response.json(), len(prompts), sampling)
+
+    def parse_response(
+        self, payload: dict[str, Any], n_prompts: int, sampling: SamplingSettings
+    ) -> list[Generation]:
+        """Turn a completions reply into Generations, checking it holds what we asked for."""
+        choices = payload.get("choices")
+        if not isinstance(choices, list) or len(choices) != n_prompts:
+            got = len(choices) if isinstance(choices, list) else type(choices).__name__
+            raise InfrastructureError(f"completions reply: expected {n_prompts} choices, got {got}")
+        stops = stop_ids(self.tokenizer, sampling)
+        out: list[Generation | None] = [None] * n_prompts
+        for position, choice in enumerate(choices):
+            index = int(choice.get("index", position))
+            ids = choice.get("token_ids")
+            if ids is None:
+                raise InfrastructureError(
+                    "completions reply: choice has no token_ids; the server must support "
+                    '"return_token_ids": true (vLLM >= 0.10.2)'
+                )
+            logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+            if logprobs is None or len(logprobs) != len(ids):
+                raise InfrastructureError(
+                    f"completions reply: choice {index} has {len(ids)} token ids but logprobs "
+                    f"{'missing' if logprobs is None else len(logprobs)}"
+                )
+            if not 0 <= index < n_prompts or out[index] is not None:
+                raise InfrastructureError(
+                    f"completions reply: bad or duplicate choice index {index}"
+                )
+            logprobs = [float("-inf") if x is None else x for x in logprobs]
+            out[index] = make_generation(
+                ids,
+                logprobs,
+                self.tokenizer,
+                stops,
+                finish_reason=choice.get("finish_reason"),
+                text=None if self.tokenizer is not None else choice.get("text"),
+                extra={
+                    "prompt_token_ids": choice.get("prompt_token_ids"),
+                    "server_text": choice.get("text"),
+                },
+            )
+        return [g for g in out if g is not None]
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

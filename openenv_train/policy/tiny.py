@@ -1,0 +1,213 @@
+"""Tiny, locally built tokenizers and Llama models, for tests, CI and the CPU recipe.
+
+Nothing here touches a model hub: the tokenizer is a word-level ``tokenizers`` model trained on
+(or listed from) the env's own words and wrapped as a ``PreTrainedTokenizerFast``; the model is a
+randomly initialised ``LlamaForCausalLM``. Llama (not Qwen2) on purpose: for a ``qwen2`` folder
+``AutoTokenizer`` (and so vLLM and TRL given only a path) rebuilds a Qwen2Tokenizer that silently
+mis-tokenizes a local vocabulary; for a ``llama`` folder saved from here it loads the same
+tokenizer back (the tests check both). Heads are sized so that ``head_dim >= 32``, the smallest
+head size vLLM's CPU attention backend accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, EOS, UNK)
+
+#: BlackJack words after the special tokens (see /work/shared/blackjack.md): 41 tokens in all.
+BLACKJACK_WORDS: tuple[str, ...] = (
+    "player",
+    "dealer",
+    "soft",
+    "hard",
+    "action:",
+    "hit",
+    "stand",
+    "A",
+    *(str(n) for n in range(2, 32)),
+)
+
+#: Joins message contents with single spaces; an assistant turn ends with the EOS token, the
+#: format the policy is trained to emit (``hit<eos>``). ``add_generation_prompt`` adds nothing:
+#: the model answers right after the last message.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{%- if not loop.first %} {% endif -%}"
+    "{{- message['content'] | trim -}}"
+    "{%- if message['role'] == 'assistant' %}{{ eos_token }}{% endif -%}"
+    "{%- endfor -%}"
+)
+
+
+def _vocabulary_from(words: Iterable[str] | None, corpus: Iterable[str] | None) -> list[str]:
+    vocab: list[str] = list(SPECIAL_TOKENS)
+    seen = set(vocab)
+
+    def add(word: str) -> None:
+        if word and word not in seen:
+            seen.add(word)
+            vocab.append(word)
+
+    for word in words or ():
+        if not isinstance(word, str) or not word or re.search(r"\s", word):
+            raise ValueError(
+                f"words: {word!r} is not a single whitespace-free string; "
+                "pass one word per entry (or give running text as corpus=)"
+            )
+        add(word)
+    for text in corpus or ():
+        for special in SPECIAL_TOKENS:
+            text = text.replace(special, f" {special} ")
+        for word in text.split():
+            add(word)
+    return vocab
+
+
+def build_word_tokenizer(
+    words: Iterable[str] | None = None,
+    *,
+    corpus: Iterable[str] | None = None,
+    model_max_length: int = 512,
+) -> Any:
+    """Build a word-level ``PreTrainedTokenizerFast`` (ids in first-seen order, specials first).
+
+    ``words`` lists the vocabulary directly; ``corpus`` adds every whitespace-separated word of
+    each text. Ids are ``<pad>=0, <eos>=1, <unk>=2``, then the words. Text is split on
+    whitespace only (``"action:"`` stays one token), special tokens are recognised even when
+    glued to a word (``"hit<eos>"`` -> ``hit``, ``<eos>``), no BOS is added, and decoding joins
+    tokens with single spaces. Unknown words map to ``<unk>``.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = _vocabulary_from(words, corpus)
+    if len(vocab) == len(SPECIAL_TOKENS):
+        raise ValueError("words/corpus: the vocabulary is empty; pass at least one word")
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=UNK))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    backend.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        model_max_length=model_max_length,
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def blackjack_tokenizer() -> Any:
+    """The 41-token BlackJack vocabulary: ``<pad> <eos> <unk> player dealer soft hard action: hit
+    stand A 2 .. 31``. Enough for prompts like ``player 15 soft dealer A action:`` and answers
+    ``hit<eos>`` / ``stand<eos>`` (totals reach 31 at most: 21 + a ten-valued card)."""
+    return build_word_tokenizer(BLACKJACK_WORDS)
+
+
+def build_tiny_llama(
+    tokenizer: Any,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 2,
+    intermediate_size: int | None = None,
+    max_position_embeddings: int = 512,
+    tie_word_embeddings: bool = True,
+    seed: int = 0,
+    **config_overrides: Any,
+) -> Any:
+    """A randomly initialised ``LlamaForCausalLM`` (fp32, eval mode) sized for ``tokenizer``.
+
+    Defaults give ~85k parameters (hidden 64, 2 layers, 2 heads of 32, MLP 128, tied
+    embeddings), the size that learns BlackJack's basic strategy on a CPU in minutes. ``seed``
+    makes the weights reproducible without touching the global torch RNG.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if hidden_size % num_heads:
+        raise ValueError(
+            f"hidden_size={hidden_size} is not divisible by num_heads={num_heads}; "
+            "choose num_heads so that hidden_size / num_heads is an integer >= 32"
+        )
+    head_dim = hidden_size // num_heads
+    if head_dim < 32:
+        raise ValueError(
+            f"head_dim = hidden_size / num_heads = {head_dim} < 32: vLLM's CPU attention rejects it; "
+            f"use num_heads <= {max(1, hidden_size // 32)} or a larger hidden_size"
+        )
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=intermediate_size or 2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        head_dim=head_dim,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=tie_word_embeddings,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        **config_overrides,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.bos_token_id = None
+    return model.float().eval()
+
+
+def save_tiny_model(model: Any, tokenizer: Any, directory: str | Path) -> Path:
+    """Save model and tokenizer into one folder that transformers, TRL and vLLM can load."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def load_tiny_tokenizer(directory: str | Path) -> Any:
+    """Load the tokenizer with ``PreTrainedTokenizerFast`` (never a model-type specific class that
+    could rebuild a different tokenizer from the vocabulary; see /work/shared/trl.md)."""
+    from transformers import PreTrainedTokenizerFast
+
+    path = Path(directory)
+    if not (path / "tokenizer.json").is_file():
+        raise FileNotFoundError(
+            f"directory: {path} has no tokenizer.json; save one with save_tiny_model(model, tokenizer, dir)"
+        )
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_tiny_model(directory: str | Path, *, dtype: Any = None) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` saved by :func:`save_tiny_model` (fp32 unless ``dtype``)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tiny_tokenizer(directory)
+    model = AutoModelForCausalLM.from_pretrained(Path(directory), dtype=dtype or torch.float32)
+    return model.eval(), tokenizer
+
+
+def build_blackjack_model(
+    directory: str | Path | None = None, **model_kwargs: Any
+) -> tuple[Any, Any]:
+    """The default BlackJack pair: :func:`blackjack_tokenizer` + :func:`build_tiny_llama`; saved to
+    ``directory`` when given."""
+    tokenizer = blackjack_tokenizer()
+    model = build_tiny_llama(tokenizer, **model_kwargs)
+    if directory is not None:
+        save_tiny_model(model, tokenizer, directory)
+    return model, tokenizer

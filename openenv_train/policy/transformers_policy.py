@@ -1,0 +1,243 @@
+"""Batched sampling from an in-process transformers causal LM (the CPU backend).
+
+``model.generate`` costs several milliseconds of Python per step (logits processors, stopping
+criteria, cache and mask bookkeeping), which dominates for tiny models that answer in 1-3 tokens.
+So this backend runs its own lean loop: one left-padded prefill, then one cached forward per new
+token, sampling on the whole batch at once. It matches ``model.generate`` token for token when
+greedy (tested), and ``benchmarks/policy_speed.py`` measures both.
+
+Logprobs: the log-probability of each sampled token under the distribution it was actually drawn
+from: ``log_softmax(filter(logits / T))`` where ``filter`` applies top-k then top-p (masked tokens
+get -inf, the rest renormalise). With ``temperature == 0`` (greedy) it is the plain
+``log_softmax(logits)``. This matches TRL's training-side logprobs (logits / T) and vLLM's
+``logprobs_mode="processed_logprobs"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ._common import make_generation, stop_ids, validate_request
+from .base import Generation, Policy, SamplingSettings
+
+
+def _filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
+    """Mask (to -inf) the tokens outside top-k and outside the top-p nucleus."""
+    import torch
+
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+        probs = torch.softmax(sorted_logits, dim=-1)
+        before = torch.cumsum(probs, dim=-1) - probs  # mass of strictly more likely tokens
+        sorted_logits = sorted_logits.masked_fill(before >= top_p, float("-inf"))
+        logits = torch.empty_like(logits).scatter_(-1, order, sorted_logits)
+    return logits
+
+
+def _cache_kwarg(model: Any) -> str:
+    """``cache`` in transformers >= 5.2x, ``past_key_values`` before (vLLM's venv pins 5.17)."""
+    params = inspect.signature(type(model).forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+class TransformersPolicy(Policy):
+    """Generate with a transformers ``*ForCausalLM`` in a worker thread (never on the event loop).
+
+    The policy keeps a reference to ``model``, never a copy: a trainer that updates the weights
+    in place is sampled from as it is at each call. :meth:`set_model` swaps in another object
+    (e.g. the trainer's unwrapped model). Calls are serialised on one worker thread.
+
+    ``num_threads`` sets torch's intra-op threads on that worker only. For tiny models on a
+    shared 2-core machine 1 is much faster than the default (oversubscribed OpenMP threads spin).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        device: str | None = "cpu",
+        max_batch_size: int = 512,
+        num_threads: int | None = None,
+    ) -> None:
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size={max_batch_size}: must be >= 1")
+        if tokenizer.pad_token_id is None and tokenizer.eos_token_id is None:
+            raise ValueError("tokenizer: needs a pad_token or an eos_token to left-pad batches")
+        self.tokenizer = tokenizer
+        self.device = device
+        self.max_batch_size = max_batch_size
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(
+                f"num_threads={num_threads}: must be >= 1 (or None for torch's default)"
+            )
+        self.num_threads = num_threads
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="transformers-policy", initializer=self._init_worker
+        )
+        self._lock = threading.Lock()
+        self.model = None
+        self.set_model(model)
+
+    def _init_worker(self) -> None:
+        if self.num_threads is not None:  # per-thread in torch: the trainer's count is untouched
+            import torch
+
+            torch.set_num_threads(self.num_threads)
+
+    @classmethod
+    def from_trainer(cls, trainer: Any, **kwargs: Any) -> TransformersPolicy:
+        """Sample from a (TRL/transformers) trainer's live model: same object, weights updated
+        in place by each optimiser step, tokenizer from ``trainer.processing_class``."""
+        model = trainer.model
+        accelerator = getattr(trainer, "accelerator", None)
+        if accelerator is not None:
+            model = accelerator.unwrap_model(model)
+        kwargs.setdefault("device", None)  # leave the model where the trainer put it
+        return cls(model, trainer.processing_class, **kwargs)
+
+    def set_model(self, model: Any) -> None:
+        """Point the policy at ``model`` (by reference; moved to ``device`` if it is elsewhere)."""
+        if self.device is not None and str(next(model.parameters()).device) != str(self.device):
+            model.to(self.device)
+        self.model = model
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.tokenizer.eos_token_id)
+
+    async def generate(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
+        """Sample one completion per prompt; chunks of ``max_batch_size`` run one after another.
+
+        Inputs are validated on the worker thread; errors surface here unchanged."""
+        if not prompts:
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
+
+    def generate_sync(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
+        """Blocking version of :meth:`generate`, for scripts and benchmarks."""
+        import torch
+
+        validate_request(prompts, sampling, self.model.config.vocab_size)
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        longest = max((len(p) for p in prompts), default=0)
+        if limit is not None and longest + sampling.max_new_tokens > limit:
+            raise ValueError(
+                f"sampling.max_new_tokens={sampling.max_new_tokens} + longest prompt ({longest}) "
+                f"exceeds the model's max_position_embeddings={limit}; shorten one of them"
+            )
+        stops = stop_ids(self.tokenizer, sampling)
+        generator = None
+        if sampling.seed is not None:
+            generator = torch.Generator(device=self._device())
+            generator.manual_seed(sampling.seed)
+        out: list[Generation] = []
+        with self._lock:
+            for start in range(0, len(prompts), self.max_batch_size):
+                chunk = prompts[start : start + self.max_batch_size]
+                ids, lps = self._sample(chunk, sampling, stops, generator)
+                out.extend(
+                    make_generation(i, lp, self.tokenizer, stops)
+                    for i, lp in zip(ids, lps, strict=True)
+                )
+        return out
+
+    def _device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    def _sample(
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingSettings,
+        stops: frozenset[int],
+        generator: Any,
+    ) -> tuple[list[list[int]], list[list[float]]]:
+        import torch
+
+        model, device = self.model, self._device()
+        batch = len(prompts)
+        # GRPO batches repeat each prompt num_generations times: prefill each distinct prompt once
+        # and copy its KV cache rows (``expand``), then sample every row independently.
+        first_row: dict[tuple[int, ...], int] = {}
+        unique: list[list[int]] = []
+        owner: list[int] = []
+        for prompt in prompts:
+            key = tuple(prompt)
+            if key not in first_row:
+                first_row[key] = len(unique)
+                unique.append(list(prompt))
+            owner.append(first_row[key])
+        expand = torch.tensor(owner, device=device) if len(unique) < batch else None
+        width = max(len(p) for p in unique)
+        input_ids = torch.full((len(unique), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(unique), width), dtype=torch.long)
+        for row, prompt in enumerate(unique):
+            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            mask[row, width - len(prompt) :] = 1
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        stop_tensor = torch.tensor(sorted(stops), dtype=torch.long, device=device)
+        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        tokens, logprobs = [], []
+        cache_arg = _cache_kwarg(model)
+        past = None
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                for _ in range(sampling.max_new_tokens):
+                    result = model(
+                        input_ids=input_ids,
+                        attention_mask=mask,
+                        position_ids=positions,
+                        use_cache=True,
+                        logits_to_keep=1,
+                        **{cache_arg: past},
+                    )
+                    past = getattr(result, cache_arg)
+                    logits = result.logits[:, -1, :].float()
+                    if expand is not None:  # after the prefill only
+                        past.reorder_cache(expand)
+                        logits, mask, positions = logits[expand], mask[expand], positions[expand]
+                        expand = None
+                    if sampling.temperature == 0:
+                        logp = torch.log_softmax(logits, dim=-1)
+                        nxt = logits.argmax(dim=-1)
+                    else:
+                        scaled = _filter_logits(
+                            logits / sampling.temperature, sampling.top_k, sampling.top_p
+                        )
+                        logp = torch.log_softmax(scaled, dim=-1)
+                        nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                    nxt = nxt.masked_fill(done, self.pad_id)
+                    tokens.append(nxt)
+                    logprobs.append(logp.gather(-1, nxt[:, None]).squeeze(-1))
+                    done = done | torch.isin(nxt, stop_tensor)
+                    if bool(done.all()):
+                        break
+                    input_ids = nxt[:, None]
+                    mask = torch.cat([mask, mask.new_ones((batch, 1))], dim=-1)
+                    positions = positions[:, -1:] + 1
+        finally:
+            if was_training:
+                model.train()
+        token_rows = torch.stack(tokens, dim=1).tolist()
+        logprob_rows = torch.stack(logprobs, dim=1).tolist()
+        return token_rows, logprob_rows
+
+    async def aclose(self) -> None:
+        """Stop the worker thread (the model itself belongs to the caller)."""
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,164 @@
+"""Continuous batching across sessions: every episode waiting on the model joins one policy call.
+
+Episodes ``register`` while they run. A batch is flushed as soon as every registered episode is
+waiting on the model (nothing else can join), when it is full, or ``max_wait_s`` after its first
+request, whichever comes first. Requests are grouped by ``SamplingSettings`` (a per-episode token
+budget can lower ``max_new_tokens``). One policy call runs at a time: while it runs, episodes
+coming back from env steps queue for the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ..policy.base import Generation, Policy, SamplingSettings
+
+
+@dataclass
+class BatcherStats:
+    calls: int = 0
+    sequences: int = 0
+    max_batch: int = 0
+    generate_s: float = 0.0
+
+    @property
+    def mean_batch(self) -> float:
+        return self.sequences / self.calls if self.calls else 0.0
+
+
+class GenerationBatcher:
+    """Gathers ``generate`` requests from many episodes into batched ``policy.generate`` calls."""
+
+    def __init__(
+        self, policy: Policy, *, max_batch_size: int = 256, max_wait_s: float = 0.005
+    ) -> None:
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if max_wait_s < 0:
+            raise ValueError(f"max_wait_s must be >= 0, got {max_wait_s}")
+        self.policy = policy
+        self.max_batch_size = max_batch_size
+        self.max_wait_s = max_wait_s
+        self.stats = BatcherStats()
+        self._pending: dict[
+            SamplingSettings, list[tuple[list[int], asyncio.Future[Generation]]]
+        ] = {}
+        self._n_pending = 0
+        self._first_at: float | None = None
+        self._active = 0
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- episode side -----------------------------------------------------------------------
+
+    def register(self) -> None:
+        self._active += 1
+
+    def unregister(self) -> None:
+        self._active -= 1
+        self._poke()
+
+    async def generate(self, prompt_ids: list[int], sampling: SamplingSettings) -> Generation:
+        """Queue one prompt and wait for its generation (cancellation removes it cleanly)."""
+        self._ensure_running()
+        fut: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
+        entry = (prompt_ids, fut)
+        self._pending.setdefault(sampling, []).append(entry)
+        self._n_pending += 1
+        if self._first_at is None:
+            self._first_at = time.monotonic()
+        self._poke()
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            queue = self._pending.get(sampling)
+            if queue is not None and entry in queue:
+                queue.remove(entry)
+                self._n_pending -= 1
+                if not queue:
+                    del self._pending[sampling]
+            raise
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    # -- worker ---------------------------------------------------------------------------
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            if self._task is not None and self._task.done() and not self._task.cancelled():
+                exc = self._task.exception()
+                if exc is not None:
+                    raise RuntimeError("the generation batcher stopped") from exc
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name="generation-batcher"
+            )
+
+    def _ready(self) -> bool:
+        if self._n_pending == 0:
+            return False
+        if self._n_pending >= self.max_batch_size or self._n_pending >= self._active:
+            return True
+        return self._first_at is not None and time.monotonic() - self._first_at >= self.max_wait_s
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            while not self._ready():
+                self._wake.clear()
+                timeout = None
+                if self._n_pending and self._first_at is not None:
+                    timeout = max(0.0, self._first_at + self.max_wait_s - time.monotonic())
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                except asyncio.TimeoutError:
+                    pass
+            await self._flush()
+
+    async def _flush(self) -> None:
+        sampling = max(self._pending, key=lambda s: len(self._pending[s]))
+        queue = self._pending[sampling]
+        batch, rest = queue[: self.max_batch_size], queue[self.max_batch_size :]
+        if rest:
+            self._pending[sampling] = rest
+        else:
+            del self._pending[sampling]
+        self._n_pending -= len(batch)
+        self._first_at = time.monotonic() if self._n_pending else None
+        batch = [(ids, fut) for ids, fut in batch if not fut.done()]
+        if not batch:
+            return
+        started = time.perf_counter()
+        try:
+            gens = await self.policy.generate([ids for ids, _ in batch], sampling)
+            if len(gens) != len(batch):
+                raise RuntimeError(
+                    f"{type(self.policy).__name__}.generate returned {len(gens)} generations for "
+                    f"{len(batch)} prompts; it must return exactly one per prompt, in order"
+                )
+        except Exception as exc:  # the policy failed: every waiting episode sees it
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        finally:
+            self.stats.generate_s += time.perf_counter() - started
+        self.stats.calls += 1
+        self.stats.sequences += len(batch)
+        self.stats.max_batch = max(self.stats.max_batch, len(batch))
+        for (_, fut), gen in zip(batch, gens, strict=True):
+            if not fut.done():
+                fut.set_result(gen)

@@ -1,0 +1,285 @@
+"""``create_app``: the FastAPI app that serves one env type over HTTP, ``/mcp`` and ``/ws``.
+
+Routes and bytes follow OpenEnv 0.10 (see shared/protocol.md). What we add: concurrent sessions
+by default, a capacity limit, an idle reaper, sync env code kept off the event loop, and extra
+fields on ``/health`` (``active_sessions``, ``max_sessions``, ``mode``) that old clients ignore.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import Body, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.routing import WebSocketRoute
+
+from ..core.mcp import JsonRpcCode
+from ..core.models import Action, EnvironmentMetadata, Observation, State
+from ..core.wire import parse_action
+from .calls import build_env, calls_for
+from .encoding import JSONDecodeError, errors_list, loads, observation_json, state_json
+from .jsonrpc import McpHandler, rpc_error
+from .sessions import FactoryError, SessionManager, factory_name
+from .ws import WebSocketEndpoint
+
+log = logging.getLogger("openenv_train.server")
+
+MODES = ("simulation", "production")
+
+
+class ResetRequest(BaseModel):
+    """Body of ``POST /reset`` and ``data`` of a ``reset`` frame; extra keys go to ``reset()``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seed: int | None = Field(default=None, ge=0, description="Seed for a reproducible episode")
+    episode_id: str | None = Field(default=None, max_length=255)
+
+
+class StepRequest(BaseModel):
+    """Body of ``POST /step``; extra keys (e.g. ``timeout_s``) go to ``step()`` if it takes them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    action: dict[str, Any] = Field(description="The action's fields, as in /schema 'action'")
+    timeout_s: float | None = Field(default=None, gt=0)
+    request_id: str | None = Field(default=None, max_length=255)
+
+
+class StepResponse(BaseModel):
+    observation: dict[str, Any]
+    reward: float | None = None
+    done: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+def validate_reset(data: dict[str, Any]) -> dict[str, Any]:
+    """Check ``seed``/``episode_id`` and return the kwargs the client actually sent."""
+    if not data:
+        return {}
+    return ResetRequest.model_validate(data).model_dump(exclude_unset=True)
+
+
+class EnvApp(FastAPI):
+    """A FastAPI app whose ``/ws`` bypasses routing and middleware (a hot path per frame)."""
+
+    ws_endpoint: WebSocketEndpoint | None = None
+    sessions: SessionManager | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket" and scope["path"] == "/ws" and self.ws_endpoint:
+            await self.ws_endpoint(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def _resolve_mode(mode: str | None) -> str:
+    chosen = mode if mode is not None else os.environ.get("OPENENV_MODE", "simulation")
+    value = str(getattr(chosen, "value", chosen)).strip().lower()
+    if value not in MODES:
+        source = "mode" if mode is not None else "OPENENV_MODE"
+        raise ValueError(f"{source}={chosen!r} is not a server mode; use one of {list(MODES)}")
+    return value
+
+
+def _check_args(
+    env_factory: Any,
+    action_cls: Any,
+    observation_cls: Any,
+    state_cls: Any,
+    max_sessions: Any,
+    session_timeout: Any,
+) -> None:
+    if not callable(env_factory):
+        raise TypeError(
+            f"env_factory must be a class or a zero-argument callable that builds an env, got an "
+            f"instance of {type(env_factory).__name__}; pass the class (MyEnv), not MyEnv()"
+        )
+    for arg, value, base in (
+        ("action_cls", action_cls, BaseModel),
+        ("observation_cls", observation_cls, Observation),
+        ("state_cls", state_cls, BaseModel),
+    ):
+        if not (isinstance(value, type) and issubclass(value, base)):
+            raise TypeError(f"{arg} must be a subclass of {base.__name__}, got {value!r}")
+    if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
+        raise ValueError(f"max_sessions must be an int >= 1, got {max_sessions!r}")
+    if session_timeout is not None and not (
+        isinstance(session_timeout, (int, float)) and session_timeout > 0
+    ):
+        raise ValueError(
+            f"session_timeout must be seconds > 0, or None to disable the idle reaper; got {session_timeout!r}"
+        )
+
+
+def create_app(
+    env_factory: Callable[[], Any],
+    action_cls: type[Action],
+    observation_cls: type[Observation],
+    state_cls: type[State] = State,
+    *,
+    max_sessions: int = 4096,
+    session_timeout: float | None = 300.0,
+    mode: str | None = None,
+    metadata: EnvironmentMetadata | dict[str, Any] | None = None,
+) -> FastAPI:
+    """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
+
+    ``mode``: ``"simulation"`` (default) or ``"production"`` (no HTTP /reset, /step, /state);
+    when None, the ``OPENENV_MODE`` environment variable decides. ``session_timeout``: seconds
+    without a request before a session is reaped (None disables the reaper).
+    """
+    _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
+    resolved_mode = _resolve_mode(mode)
+    manager = SessionManager(env_factory, max_sessions, session_timeout)
+    mcp = McpHandler(manager, action_cls)
+    endpoint = WebSocketEndpoint(manager, action_cls, validate_reset, mcp)
+    meta_cache: list[EnvironmentMetadata] = []
+    if metadata is not None:
+        meta_cache.append(
+            metadata
+            if isinstance(metadata, EnvironmentMetadata)
+            else EnvironmentMetadata(**metadata)
+        )
+    schema = {
+        "action": action_cls.model_json_schema(),
+        "observation": observation_cls.model_json_schema(),
+        "state": state_cls.model_json_schema(),
+    }
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await manager.shutdown()
+
+    name = factory_name(env_factory)
+    app = EnvApp(
+        title=f"{name} (openenv-train env server)",
+        description=f"OpenEnv 0.10 compatible env server, mode={resolved_mode}.",
+        lifespan=lifespan,
+    )
+    app.ws_endpoint = endpoint
+    app.sessions = manager
+    app.state.mode = resolved_mode
+    app.router.routes.append(WebSocketRoute("/ws", endpoint))
+
+    @app.get("/health", tags=["Health"])
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "healthy",
+            "active_sessions": manager.active,
+            "max_sessions": manager.max_sessions,
+            "mode": resolved_mode,
+        }
+
+    @app.get("/sessions", tags=["Health"])
+    async def sessions() -> dict[str, Any]:
+        """Session counts (debug); never lists session ids, which grant access to a session."""
+        by_kind: dict[str, int] = {}
+        for s in manager.sessions.values():
+            by_kind[s.kind] = by_kind.get(s.kind, 0) + 1
+        return {
+            "active_sessions": manager.active,
+            "max_sessions": manager.max_sessions,
+            "by_kind": by_kind,
+            "reaped": manager.reaped,
+            "session_timeout": manager.session_timeout,
+        }
+
+    @app.get("/metadata", response_model=EnvironmentMetadata, tags=["Environment Info"])
+    async def get_metadata() -> EnvironmentMetadata:
+        if not meta_cache:
+            meta_cache.append(await _describe(env_factory))
+        return meta_cache[0]
+
+    @app.get("/schema", tags=["Schema"])
+    async def get_schema() -> dict[str, Any]:
+        return schema
+
+    @app.post("/mcp", tags=["MCP"])
+    async def mcp_endpoint(request: Request) -> Response:
+        body = await request.body()
+        try:
+            req = loads(body)
+        except JSONDecodeError:
+            reply = rpc_error(JsonRpcCode.PARSE_ERROR)
+        else:
+            if isinstance(req, list):
+                reply = rpc_error(JsonRpcCode.INVALID_REQUEST, "Batch requests are not supported")
+            else:
+                reply = await mcp.handle(req)
+        return JSONResponse(reply)
+
+    if resolved_mode == "simulation":
+        _add_simulation_routes(app, env_factory, action_cls, state_cls)
+    return app
+
+
+async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
+    describe = getattr(env_factory, "describe", None)
+    if inspect.isclass(env_factory) and callable(describe):
+        return describe()
+    env = await build_env(env_factory)
+    try:
+        describe = getattr(type(env), "describe", None)
+        if callable(describe):
+            return describe()
+        doc = inspect.getdoc(type(env)) or ""
+        return EnvironmentMetadata(name=type(env).__name__, description=doc.split("\n\n")[0])
+    finally:
+        await calls_for(env).close(env)
+
+
+def _add_simulation_routes(
+    app: FastAPI, env_factory: Callable[[], Any], action_cls: type[Action], state_cls: type[State]
+) -> None:
+    """Stateless HTTP /reset, /step, /state: build an env, call it, close it (as OpenEnv 0.10)."""
+
+    async def with_env(call: Callable[[Any], Any]) -> Any:
+        try:
+            env = await build_env(env_factory)
+        except Exception as exc:
+            err = FactoryError(factory_name(env_factory), exc)
+            raise HTTPException(503, detail={"code": "FACTORY_ERROR", "message": str(err)}) from exc
+        try:
+            return await call(env)
+        except HTTPException:
+            raise
+        except Exception as exc:
+            log.warning("env raised over HTTP: %s", exc)
+            raise HTTPException(
+                500, detail={"code": "EXECUTION_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+            ) from exc
+        finally:
+            try:
+                await calls_for(env).close(env)
+            except Exception:
+                log.exception("env.close() raised")
+
+    @app.post("/reset", response_model=StepResponse, tags=["Environment Control"])
+    async def reset(request: ResetRequest = Body(default_factory=ResetRequest)) -> Response:
+        kwargs = request.model_dump(exclude_unset=True)
+        obs = await with_env(lambda env: calls_for(env).reset(env, kwargs))
+        return Response(observation_json(obs), media_type="application/json")
+
+    @app.post("/step", response_model=StepResponse, tags=["Environment Control"])
+    async def step(request: StepRequest) -> Response:
+        try:
+            action = parse_action(request.action, action_cls)
+        except ValidationError as exc:
+            detail = [{**e, "loc": ["body", "action", *e.get("loc", [])]} for e in errors_list(exc)]
+            return JSONResponse({"detail": detail}, status_code=422)
+        kwargs = request.model_dump(exclude_unset=True, exclude={"action"})
+        obs = await with_env(lambda env: calls_for(env).step(env, action, kwargs))
+        return Response(observation_json(obs), media_type="application/json")
+
+    @app.get("/state", response_model=state_cls, tags=["State Management"])
+    async def get_state() -> Response:
+        st = await with_env(lambda env: calls_for(env).state(env))
+        return Response(state_json(st), media_type="application/json")

@@ -1,0 +1,191 @@
+"""How the server calls an env: sync methods in worker threads, coroutines on the loop.
+
+Everything that can be decided once per env class (is ``reset`` async? which kwargs does it
+accept? is ``state`` a property?) is decided once and cached, so the per-frame path does no
+``inspect`` work.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..core.models import Observation, State
+from ._threads import run_sync
+
+log = logging.getLogger("openenv_train.server")
+
+#: Inline (on-loop) sync calls slower than ``INLINE_BUDGET_S`` are overruns. ``INLINE_MAX_OVERRUNS``
+#: overruns within ``INLINE_WINDOW`` calls, or one call over ``INLINE_HARD_LIMIT_S``, demote the env
+#: class to worker threads. Isolated overruns are tolerated: a busy machine preempts even a
+#: microsecond call now and then, while an env that really blocks overruns on most calls.
+INLINE_BUDGET_S = 0.002
+INLINE_MAX_OVERRUNS = 5
+INLINE_WINDOW = 200
+INLINE_HARD_LIMIT_S = 0.05
+
+
+def _accepted(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """Names ``fn`` accepts as keywords, or None when it takes ``**kwargs`` (accepts all)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return None
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            names.append(p.name)
+    return frozenset(n for n in names if n not in skip and n != "self")
+
+
+def _is_coro(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__func__", None)
+    )
+
+
+class EnvCalls:
+    """Per-env-class call plan. Build with :func:`calls_for`."""
+
+    def __init__(self, env_cls: type) -> None:
+        self.env_cls = env_cls
+        reset = getattr(env_cls, "reset", None)
+        step = getattr(env_cls, "step", None)
+        if not callable(reset) or not callable(step):
+            raise TypeError(
+                f"{env_cls.__name__} is not an environment: it needs reset() and step() methods"
+            )
+        self.reset_async = _is_coro(reset)
+        self.reset_kwargs = _accepted(reset)
+        self.step_async = _is_coro(step)
+        self.step_kwargs = _accepted(step, skip=("action",))
+        raw_state = inspect.getattr_static(env_cls, "state", None)
+        self.state_is_property = isinstance(raw_state, property)
+        state_fn = getattr(env_cls, "state", None)
+        self.state_async = (not self.state_is_property) and _is_coro(state_fn)
+        self.inline = bool(getattr(env_cls, "inline_sync_calls", False))
+        self.overruns = 0
+        self.inline_calls = 0
+        close = getattr(env_cls, "close", None)
+        self.has_close = callable(close)
+        self.close_async = self.has_close and _is_coro(close)
+
+    @staticmethod
+    def _filter(kwargs: dict[str, Any], accepted: frozenset[str] | None) -> dict[str, Any]:
+        if accepted is None or not kwargs:
+            return kwargs
+        return {k: v for k, v in kwargs.items() if k in accepted}
+
+    def _inline(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run an opted-in sync call on the loop, demoting the class if it overran its budget."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            took = time.perf_counter() - t0
+            self.inline_calls += 1
+            if self.inline_calls >= INLINE_WINDOW:
+                self.inline_calls = self.overruns = 0
+            if took > INLINE_BUDGET_S:
+                self.overruns += 1
+            if self.inline and (self.overruns >= INLINE_MAX_OVERRUNS or took > INLINE_HARD_LIMIT_S):
+                self.inline = False
+                log.warning(
+                    "%s.%s took %.1f ms on the event loop; inline_sync_calls is now off for this "
+                    "class (its calls go to worker threads)",
+                    self.env_cls.__name__,
+                    getattr(fn, "__name__", "call"),
+                    took * 1e3,
+                )
+
+    async def reset(self, env: Any, kwargs: dict[str, Any]) -> Observation:
+        kw = self._filter(kwargs, self.reset_kwargs)
+        if self.reset_async:
+            obs = await env.reset(**kw)
+        elif self.inline:
+            obs = self._inline(env.reset, **kw)
+        else:
+            obs = await run_sync(env.reset, **kw)
+            if inspect.isawaitable(obs):
+                obs = await obs
+        return _check_obs(obs, "reset")
+
+    async def step(
+        self, env: Any, action: Any, kwargs: dict[str, Any] | None = None
+    ) -> Observation:
+        kw = self._filter(kwargs, self.step_kwargs) if kwargs else {}
+        if self.step_async:
+            obs = await env.step(action, **kw)
+        elif self.inline:
+            obs = self._inline(env.step, action, **kw)
+        else:
+            obs = await run_sync(env.step, action, **kw)
+            if inspect.isawaitable(obs):
+                obs = await obs
+        return _check_obs(obs, "step")
+
+    async def state(self, env: Any) -> Any:
+        if self.state_is_property:
+            if self.inline:
+                st = self._inline(getattr, env, "state")
+            else:
+                st = await run_sync(getattr, env, "state")
+        elif self.state_async:
+            st = await env.state()
+        elif self.inline:
+            st = self._inline(env.state)
+        else:
+            st = await run_sync(env.state)
+        if inspect.isawaitable(st):
+            st = await st
+        if not isinstance(st, (State, dict)):
+            raise TypeError(
+                f"{type(env).__name__}.state returned {type(st).__name__}; "
+                "return a State (or dict) instead"
+            )
+        return st
+
+    async def close(self, env: Any) -> None:
+        if not self.has_close:
+            return
+        if self.close_async:
+            await env.close()
+        else:
+            res = await run_sync(env.close)
+            if inspect.isawaitable(res):
+                await res
+
+
+def _check_obs(obs: Any, method: str) -> Observation:
+    if isinstance(obs, Observation):
+        return obs
+    raise TypeError(
+        f"env.{method}() returned {type(obs).__name__}; it must return an Observation instance"
+    )
+
+
+_CACHE: dict[type, EnvCalls] = {}
+
+
+def calls_for(env: Any) -> EnvCalls:
+    """The cached call plan for ``type(env)``."""
+    cls = type(env)
+    plan = _CACHE.get(cls)
+    if plan is None:
+        plan = _CACHE[cls] = EnvCalls(cls)
+    return plan
+
+
+async def build_env(factory: Callable[[], Any]) -> Any:
+    """Call the env factory: coroutine functions on the loop, everything else in a thread."""
+    if _is_coro(factory):
+        return await factory()
+    env = await run_sync(factory)
+    if inspect.isawaitable(env):
+        env = await env
+    return env

@@ -1,0 +1,276 @@
+"""The ``/ws`` session endpoint as a raw ASGI app (no Starlette wrapper on the per-frame path).
+
+One connection is one session with its own env. Frames are handled one at a time per connection
+(the protocol has no request ids); sessions run concurrently with each other. Any error in a
+frame is answered with an error frame and the session stays usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from pydantic import ValidationError
+
+from ..core.errors import ErrorCode
+from ..core.models import Action
+from ..core.wire import parse_action
+from .encoding import (
+    JSONDecodeError,
+    describe_errors,
+    dumps,
+    error_frame_json,
+    errors_list,
+    loads,
+    observation_frame_json,
+    state_frame_json,
+)
+from .jsonrpc import McpHandler
+from .sessions import CapacityError, FactoryError, Session, SessionManager
+
+log = logging.getLogger("openenv_train.server")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_CLOSE = object()
+_FRAME_KEYS = {
+    "reset": frozenset({"type", "data"}),
+    "step": frozenset({"type", "data"}),
+    "state": frozenset({"type", "data"}),
+    "close": frozenset({"type", "data"}),
+    "mcp": frozenset({"type", "data"}),
+}
+_DISCONNECT_ERRORS = (OSError, RuntimeError, ConnectionError)
+
+
+def _validation_frame(message: str, errors: list[dict[str, Any]]) -> str:
+    return error_frame_json(ErrorCode.VALIDATION_ERROR, message, errors=errors)
+
+
+class WebSocketEndpoint:
+    """ASGI callable for ``/ws``; owns nothing but references to the app's shared parts."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        action_cls: type[Action],
+        reset_validator: Callable[[dict[str, Any]], dict[str, Any]],
+        mcp: McpHandler,
+    ) -> None:
+        self.manager = manager
+        self.action_cls = action_cls
+        self.reset_validator = reset_validator
+        self.mcp = mcp
+        self.action_name = action_cls.__name__
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":  # pragma: no cover - routed by path and type
+            return
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        session: Session | None = None
+        attached = False
+        try:
+            sid = _query_session_id(scope)
+            if sid:
+                session = self.manager.get(sid)
+                if session is None or session.attached or session.closed:
+                    why = "already has an attached WebSocket" if session else "is unknown"
+                    raise LookupError(
+                        f"Session {sid} {why}; create one with openenv/session/create"
+                    )
+                session.attached = attached = True
+                session.touch()
+            else:
+                session = await self.manager.create("ws")
+        except CapacityError as exc:
+            await _send_and_close(
+                send,
+                error_frame_json(
+                    ErrorCode.CAPACITY_REACHED,
+                    str(exc),
+                    active_sessions=exc.active_sessions,
+                    max_sessions=exc.max_sessions,
+                ),
+            )
+            return
+        except FactoryError as exc:
+            await _send_and_close(
+                send,
+                error_frame_json(ErrorCode.FACTORY_ERROR, str(exc), factory_name=exc.factory_name),
+            )
+            return
+        except Exception as exc:
+            await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
+            return
+
+        session.on_expire = lambda: _close_soon(send, "session idle timeout")
+        try:
+            await self._serve(session, receive, send)
+        except _DISCONNECT_ERRORS:
+            pass  # the client vanished mid-send; the session is freed below
+        finally:
+            session.on_expire = None
+            if attached:
+                session.attached = False
+                if session.pending_close:
+                    await self.manager.destroy(session)
+            else:
+                await self.manager.destroy(session)
+
+    async def _serve(self, session: Session, receive: Receive, send: Send) -> None:
+        frame = self._frame
+        while True:
+            message = await receive()
+            text = message.get("text")
+            if text is None:
+                if message["type"] == "websocket.disconnect":
+                    return
+                raw = message.get("bytes")
+                if raw is None:
+                    continue
+                text = raw
+            if session.closed or session.pending_close:
+                await _send_and_close(
+                    send,
+                    error_frame_json(
+                        ErrorCode.SESSION_ERROR,
+                        "Session was closed (idle timeout or openenv/session/close); reconnect",
+                    ),
+                )
+                return
+            reply = await frame(session, text)
+            if reply is _CLOSE:
+                await self.manager.destroy(session)
+                await send({"type": "websocket.close", "code": 1000, "reason": ""})
+                return
+            await send({"type": "websocket.send", "text": reply})
+
+    async def _frame(self, session: Session, text: str | bytes) -> Any:
+        """Handle one request frame and return the reply text (or ``_CLOSE``)."""
+        try:
+            msg = loads(text)
+        except JSONDecodeError as exc:
+            return error_frame_json(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}")
+        if type(msg) is not dict:
+            return _validation_frame(
+                'Invalid message: a frame must be a JSON object like {"type": "step", "data": {...}}',
+                [{"type": "dict_type", "loc": [], "msg": "Input should be an object"}],
+            )
+        kind = msg.get("type")
+        allowed = _FRAME_KEYS.get(kind)  # type: ignore[arg-type]
+        if allowed is None:
+            return error_frame_json(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+        if len(msg) > 2 or (len(msg) == 2 and "data" not in msg):
+            extra = sorted(set(msg) - allowed)
+            return _validation_frame(
+                f"Invalid message: unknown field(s) {extra} in {kind!r} frame; put the payload "
+                "under 'data'",
+                [
+                    {"type": "extra_forbidden", "loc": [k], "msg": "Extra inputs are not permitted"}
+                    for k in extra
+                ],
+            )
+        session.busy += 1
+        try:
+            async with session.lock:
+                if kind == "step":
+                    return await self._step(session, msg.get("data"))
+                if kind == "reset":
+                    return await self._reset(session, msg.get("data"))
+                if kind == "state":
+                    return state_frame_json(await session.calls.state(session.env))
+                if kind == "mcp":
+                    reply = await self.mcp.handle(msg.get("data"), ws_session=session)
+                    return '{"type":"mcp","data":' + dumps(reply) + "}"
+                return _CLOSE
+        except Exception as exc:  # the env raised: report it, keep the session
+            log.warning("env raised in %s: %s", kind, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            return error_frame_json(
+                ErrorCode.EXECUTION_ERROR,
+                f"{type(exc).__name__}: {exc}",
+                exception_type=type(exc).__name__,
+            )
+        finally:
+            session.busy -= 1
+            session.touch()
+
+    async def _step(self, session: Session, data: Any) -> str:
+        if type(data) is not dict:
+            return _validation_frame(
+                f"Invalid message: 'data' must be an object with the {self.action_name} fields "
+                "(see GET /schema)",
+                [
+                    {
+                        "type": "missing" if data is None else "dict_type",
+                        "loc": ["data"],
+                        "msg": "Input should be an object",
+                    }
+                ],
+            )
+        try:
+            action = parse_action(data, self.action_cls)
+        except ValidationError as exc:
+            errors = errors_list(exc)
+            return _validation_frame(
+                f"Invalid {self.action_name}: {describe_errors(errors)} (see GET /schema for the action fields)",
+                errors,
+            )
+        obs = await session.calls.step(session.env, action)
+        return observation_frame_json(obs)
+
+    async def _reset(self, session: Session, data: Any) -> str:
+        if data is None:
+            data = {}
+        elif type(data) is not dict:
+            return _validation_frame(
+                "Invalid message: reset 'data' must be an object like {\"seed\": 0}",
+                [{"type": "dict_type", "loc": ["data"], "msg": "Input should be an object"}],
+            )
+        try:
+            kwargs = self.reset_validator(data)
+        except ValidationError as exc:
+            errors = errors_list(exc)
+            return _validation_frame(f"Invalid reset data: {describe_errors(errors)}", errors)
+        obs = await session.calls.reset(session.env, kwargs)
+        return observation_frame_json(obs)
+
+
+def _query_session_id(scope: Scope) -> str | None:
+    qs = scope.get("query_string") or b""
+    if not qs or b"session_id" not in qs:
+        return None
+    values = parse_qs(qs.decode("latin-1")).get("session_id")
+    return values[0] if values else None
+
+
+async def _send_and_close(send: Send, text: str) -> None:
+    try:
+        await send({"type": "websocket.send", "text": text})
+        await send({"type": "websocket.close", "code": 1000, "reason": ""})
+    except _DISCONNECT_ERRORS:
+        pass
+
+
+async def _close_soon(send: Send, reason: str) -> None:
+    """Close from outside the connection's task without waiting for the handshake."""
+
+    async def close() -> None:
+        try:
+            await send({"type": "websocket.close", "code": 1000, "reason": reason})
+        except _DISCONNECT_ERRORS:
+            pass
+
+    task = asyncio.get_running_loop().create_task(close())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()

@@ -1,0 +1,181 @@
+"""uvicorn's sans-I/O WebSocket protocol with a lean path for the frames env sessions send.
+
+Two costs dominate uvicorn's per-message path for small request/reply frames, and both go here:
+
+* uvicorn pauses reading after *every* received message and resumes when the app takes it (two
+  epoll updates per frame). Our protocol is strictly request/reply, so we pause only when
+  ``max_queued`` messages wait unread (a client flooding frames): the same memory bound.
+* every frame goes through ``websockets``' generator-based parser and serializer. Complete,
+  unfragmented, uncompressed data frames (what every env client sends) are parsed and written
+  here directly; everything else (handshake, control frames, fragments, compression, oversize or
+  invalid frames) is handed to the ``websockets`` protocol object untouched, at a frame
+  boundary, so it keeps enforcing the RFC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - the C speedups ship with websockets wheels
+    from websockets.utils import apply_mask
+
+_TEXT, _BINARY = 0x1, 0x2
+
+
+class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
+    """Drop-in ``ws=`` class for uvicorn (``uvicorn.Config(app, ws=FastWebSocketsProtocol)``)."""
+
+    max_queued = 16
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._buf = b""
+        self._fast = False  # True once the handshake is done and no extension was negotiated
+        self._delegating = False  # inside a fragmented message: websockets parses until FIN
+        self._max_size = self.config.ws_max_size
+
+    # ---- receive ---------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if not self._fast:
+            super().data_received(data)
+            self._maybe_go_fast()
+            return
+        buf = self._buf + data if self._buf else data
+        n = len(buf)
+        pos = 0
+        while n - pos >= 2:
+            b0 = buf[pos]
+            b1 = buf[pos + 1]
+            length = b1 & 0x7F
+            head = pos + 2
+            if length == 126:
+                if n - pos < 4:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+                head = pos + 4
+            elif length == 127:
+                if n - pos < 10:
+                    break
+                length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
+                head = pos + 10
+            masked = b1 & 0x80
+            end = head + (4 if masked else 0) + length
+            opcode = b0 & 0x0F
+            if (
+                b0 & 0xF0 == 0x80  # FIN, no RSV bits
+                and masked
+                and (opcode == _TEXT or opcode == _BINARY)
+                and not self._delegating
+                and (self._max_size is None or length <= self._max_size)
+            ):
+                if end > n:
+                    break  # wait for the rest of this frame
+                payload = apply_mask(buf[head + 4 : end], buf[head : head + 4])
+                if opcode == _TEXT:
+                    try:
+                        self._deliver({"type": "websocket.receive", "text": payload.decode()})
+                    except UnicodeDecodeError:
+                        self._delegate(buf[pos:end])  # websockets closes with 1007
+                else:
+                    self._deliver({"type": "websocket.receive", "bytes": payload})
+            else:
+                if end > n and (self._max_size is None or length <= self._max_size):
+                    break  # hand websockets whole frames only
+                if opcode in (0x0, _TEXT, _BINARY):
+                    self._delegating = not (b0 & 0x80)
+                if end > n:  # an oversize frame: websockets rejects it; it owns the rest
+                    self._fast = False
+                    self._buf = b""
+                    super().data_received(buf[pos:])
+                    return
+                self._delegate(buf[pos:end])
+                if not self._fast:
+                    self._buf = b""
+                    if end < n:
+                        super().data_received(buf[end:])
+                    return
+            pos = end
+        self._buf = buf[pos:] if pos < n else b""
+
+    def _deliver(self, message: dict[str, Any]) -> None:
+        if self.close_sent:
+            return  # past websocket.close: drop, as uvicorn does
+        self.queue.put_nowait(message)
+        if not self.read_paused and self.queue.qsize() >= self.max_queued:
+            self.read_paused = True
+            self.transport.pause_reading()
+
+    def _delegate(self, raw: bytes) -> None:
+        """Let ``websockets`` handle these whole frames (control, fragments, errors)."""
+        super().data_received(raw)
+        if self.conn.state is not State.OPEN:
+            self._fast = False
+
+    def _maybe_go_fast(self) -> None:
+        conn = self.conn
+        reader = getattr(conn, "reader", None)
+        if (
+            conn.state is State.OPEN
+            and not conn.extensions
+            and reader is not None
+            and not getattr(reader, "buffer", b"x")
+        ):
+            self._fast = True
+
+    def send_receive_event_to_app(self) -> None:
+        paused = self.read_paused
+        self.read_paused = True  # the parent pauses only when this is False
+        try:
+            super().send_receive_event_to_app()
+        finally:
+            self.read_paused = paused
+        if not paused and self.queue.qsize() >= self.max_queued:
+            self.read_paused = True
+            self.transport.pause_reading()
+
+    async def receive(self) -> Any:
+        message = await self.queue.get()
+        if self.read_paused and self.queue.qsize() <= self.max_queued // 2:
+            self.read_paused = False
+            self.transport.resume_reading()
+        return message
+
+    # ---- send ------------------------------------------------------------------------------
+
+    async def send(self, message: Any) -> None:
+        if (
+            self._fast
+            and message["type"] == "websocket.send"
+            and not self.close_sent
+            and not self.disconnected
+            and self.writable.is_set()
+            and self.conn.state is State.OPEN
+        ):
+            text = message.get("text")
+            if text is not None:
+                payload = text.encode()
+                opcode = 0x81
+            else:
+                payload = message.get("bytes")
+                opcode = 0x82
+            if payload is not None:
+                n = len(payload)
+                if n < 126:
+                    header = bytes((opcode, n))
+                elif n < 65536:
+                    header = bytes((opcode, 126)) + n.to_bytes(2, "big")
+                else:
+                    header = bytes((opcode, 127)) + n.to_bytes(8, "big")
+                self.transport.write(header + payload)
+                return
+        await super().send(message)
+        if self.conn.state is not State.OPEN:
+            self._fast = False
+        elif not self._fast and message["type"] == "websocket.accept":
+            self._maybe_go_fast()

@@ -1,0 +1,192 @@
+"""Trainer callbacks every recipe shares: a rich progress bar, a JSONL metrics log, periodic evals,
+and a PNG learning curve. They are plain ``transformers.TrainerCallback``s, so the trainer's own
+``report_to`` backends keep working beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+class JsonlMetricsCallback(TrainerCallback):
+    """Appends one JSON object per trainer log (and per :meth:`write` call) to ``path``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("")
+        self._t0 = time.monotonic()
+
+    def write(self, kind: str, step: int, data: dict[str, Any]) -> None:
+        row = {"kind": kind, "step": step, "time_s": round(time.monotonic() - self._t0, 3)}
+        row.update({k: _clean(v) for k, v in data.items()})
+        with self.path.open("a") as f:
+            f.write(json.dumps(row, default=str) + "\n")
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if logs:
+            self.write("train", state.global_step, logs)
+
+
+class PeriodicEvalCallback(TrainerCallback):
+    """Runs ``evaluate(model) -> dict`` every ``every`` optimizer steps (and at the end).
+
+    Results go to ``on_result(step, metrics)`` (JSONL, curve, progress bar) and into the trainer's
+    log (so ``report_to`` backends see them too), prefixed ``eval/``.
+    """
+
+    def __init__(
+        self,
+        evaluate: Callable[[Any], dict[str, float]],
+        every: int,
+        on_result: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> None:
+        if every < 1:
+            raise ValueError(f"eval_every={every}: must be >= 1")
+        self.evaluate = evaluate
+        self.every = every
+        self.on_result = on_result
+        self.history: list[tuple[int, dict[str, float]]] = []
+        self._trainer: Any = None
+
+    def bind(self, trainer: Any) -> None:
+        """Give the callback the trainer, so results also reach ``trainer.log`` (report_to)."""
+        self._trainer = trainer
+
+    def _run(self, step: int, model: Any) -> None:
+        if self.history and self.history[-1][0] == step:
+            return
+        metrics = self.evaluate(model)
+        self.history.append((step, metrics))
+        if self.on_result is not None:
+            self.on_result(step, metrics)
+        if self._trainer is not None:
+            self._trainer.log(
+                {f"eval/{k}": v for k, v in metrics.items() if isinstance(v, (int, float))}
+            )
+
+    def on_step_end(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any
+    ) -> None:
+        if state.global_step % self.every == 0:
+            self._run(state.global_step, model)
+
+    def on_train_end(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any
+    ) -> None:
+        self._run(state.global_step, model)
+
+
+class RichProgressCallback(TrainerCallback):
+    """A rich progress bar with the latest reward, entropy and eval win rate (replaces tqdm)."""
+
+    def __init__(
+        self, description: str = "GRPO", fields: Sequence[str] = ("reward", "entropy")
+    ) -> None:
+        self.description = description
+        self.fields = tuple(fields)
+        self.progress: Any = None
+        self.task: Any = None
+        self.status: dict[str, str] = {}
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[status]}"),
+            transient=False,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task(self.description, total=state.max_steps, status="")
+
+    def set_status(self, **values: Any) -> None:
+        for k, v in values.items():
+            self.status[k] = f"{v:.3f}" if isinstance(v, float) else str(v)
+        if self.progress is not None:
+            self.progress.update(
+                self.task, status=" ".join(f"{k}={v}" for k, v in self.status.items())
+            )
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if logs:
+            self.set_status(
+                **{k: float(logs[k]) for k in self.fields if isinstance(logs.get(k), (int, float))}
+            )
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=state.global_step)
+            self.progress.stop()
+            self.progress = None
+
+
+def plot_learning_curve(
+    points: Sequence[tuple[int, dict[str, float]]],
+    path: str | Path,
+    *,
+    baselines: dict[str, dict[str, float]] | None = None,
+    title: str = "GRPO learning curve",
+    x_label: str = "optimizer step",
+) -> Path:
+    """PNG of win rate and mean return vs step (two panels), with dashed baseline lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    steps = [s for s, _ in points]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, label in (
+        (axes[0], "win", "greedy win rate"),
+        (axes[1], "mean_return", "mean return"),
+    ):
+        ax.plot(steps, [m.get(key, float("nan")) for _, m in points], marker="o", label="policy")
+        for i, (name, base) in enumerate((baselines or {}).items()):
+            if key in base:
+                ax.axhline(base[key], linestyle="--", linewidth=1, color=f"C{i + 1}", label=name)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

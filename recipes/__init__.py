@@ -1,0 +1,1 @@
+"""Training recipes: each reads a YAML config (see configs/)."""

@@ -1,0 +1,69 @@
+"""Recipe configs: both shipped YAMLs parse; every wrong value fails at start naming its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from recipes.grpo_blackjack.config import ConfigError, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_configs_parse() -> None:
+    cpu = load_config(ROOT / "configs" / "grpo_blackjack_cpu.yaml")
+    assert cpu.model.path is None and not cpu.grpo.use_vllm and cpu.grpo.use_cpu
+    assert (
+        cpu.grpo.use_adaptive_entropy and cpu.grpo.entropy_target == 0.15 and cpu.grpo.beta == 0.0
+    )
+    assert cpu.eval.hands == 20000
+    gpu = load_config(ROOT / "configs" / "grpo_blackjack_qwen3_vllm.yaml")
+    assert gpu.grpo.use_vllm and gpu.grpo.vllm_mode == "colocate" and gpu.model.hub
+    assert gpu.model.path.startswith("Qwen/Qwen3-") and gpu.env.num_servers > cpu.env.num_servers
+
+
+@pytest.mark.parametrize(
+    ("data", "needles"),
+    [
+        ({"grpo": {"learning_rat": 1e-3}}, ["grpo.learning_rat", "unknown key"]),
+        ({"modle": {}}, ["modle", "unknown key"]),
+        (
+            {"grpo": {"per_device_train_batch_size": 100, "num_generations": 16}},
+            ["grpo.num_generations=16", "not divisible", "96"],
+        ),
+        (
+            {"grpo": {"num_generations": 1, "per_device_train_batch_size": 8}},
+            ["grpo.num_generations=1", ">= 2"],
+        ),
+        ({"grpo": {"learning_rate": -1}}, ["grpo.learning_rate"]),
+        ({"recipe": "chess"}, ["recipe"]),
+        ({"model": {"path": "/no/such/model"}}, ["model.path", "/no/such/model", "config.json"]),
+        ({"eval": {"hands": 0}}, ["eval.hands"]),
+    ],
+)
+def test_bad_values_are_named(data: dict, needles: list[str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data)
+    for needle in needles:
+        assert needle in str(info.value)
+
+
+def test_an_existing_model_folder_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    cfg = parse_config({"model": {"path": str(tmp_path)}})
+    assert cfg.model.path == str(tmp_path)
+
+
+def test_load_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grpo: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    seq = tmp_path / "seq.yaml"
+    seq.write_text(yaml.safe_dump([1, 2]))
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(seq)

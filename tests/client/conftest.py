@@ -1,0 +1,38 @@
+"""Fixtures: real env servers on loopback, started once per test session by our local runtime."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openenv_train.runtime import LocalProcessProvider
+
+HERE = Path(__file__).parent
+APP_ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+
+
+def serve(app: str) -> LocalProcessProvider:
+    return LocalProcessProvider(app, env=APP_ENV, startup_timeout=120)
+
+
+@pytest.fixture(scope="session")
+def ot_url() -> Iterator[str]:
+    """Our create_app serving ``ot_apps.TEnv`` (256 sessions)."""
+    with serve("ot_apps:app") as p:
+        yield p.base_url
+
+
+@pytest.fixture(scope="session")
+def ot_cap_url() -> Iterator[str]:
+    """Our create_app serving ``ot_apps.TEnv`` with max_sessions=1."""
+    with serve("ot_apps:cap_app") as p:
+        yield p.base_url
+
+
+@pytest.fixture(scope="session")
+def echo_url() -> Iterator[str]:
+    with serve("echo_env.server.app:app") as p:
+        yield p.base_url

@@ -1,0 +1,31 @@
+"""Real echo and BlackJack servers on loopback and a byte-level ChatML tokenizer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rollout"))  # chatml.py
+
+from chatml import chatml_tokenizer  # noqa: E402
+
+from openenv_train.runtime import LocalProcessProvider  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def echo_url():
+    with LocalProcessProvider("echo_env.server.app:app") as server:
+        yield server.base_url
+
+
+@pytest.fixture(scope="module")
+def blackjack_url():
+    with LocalProcessProvider("blackjack_env.server.app:app") as server:
+        yield server.base_url
+
+
+@pytest.fixture(scope="session")
+def chat_tokenizer():
+    return chatml_tokenizer()

@@ -1,0 +1,239 @@
+"""White-box MCP tool calling through build_harness_rollout_func, against real env servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from blackjack_env import BlackjackAction, BlackjackEnv
+from blackjack_env.game import basic_strategy
+from blackjack_env.text_spec import decision_text
+from echo_env import EchoEnv
+
+from openenv_train.core.mcp import Tool
+from openenv_train.harness import (
+    HarnessAdapter,
+    HarnessRunLimits,
+    MCPEnvSession,
+    MCPHarnessAdapter,
+    StepEnvSessionAdapter,
+    VerifyResult,
+    build_harness_rollout_func,
+    parse_tool_calls,
+)
+from openenv_train.rollout import GroupsDroppedError, RolloutOutputError, ScriptedPolicy
+
+CALL = '<tool_call>{"name": "echo_message", "arguments": {"message": "hello world"}}</tool_call>'
+
+
+def echo_factory(url, verifier=None):
+    def factory(prompt):
+        return MCPEnvSession.open(
+            EchoEnv(url),
+            task=prompt,
+            initial_messages_builder=lambda result, task: [{"role": "user", "content": task}],
+            verifier=verifier,
+        )
+
+    return factory
+
+
+def segments(ids, mask):
+    runs, start = [], 0
+    for i in range(1, len(mask) + 1):
+        if i == len(mask) or mask[i] != mask[start]:
+            runs.append((mask[start], ids[start:i]))
+            start = i
+    return runs
+
+
+def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, chat_tokenizer):
+    tok = chat_tokenizer
+    policy = ScriptedPolicy(tok, lambda text: "done" if "<|im_start|>tool" in text else CALL)
+    func = build_harness_rollout_func(
+        session_factory=echo_factory(echo_url),
+        harness_adapter=MCPHarnessAdapter(),
+        policy=policy,
+        limits=HarnessRunLimits(max_turns=4, max_new_tokens=128),
+        group_size=2,
+        max_wait_s=60.0,  # flush only when every session waits on the model (deterministic batches)
+    )
+    try:
+        out = func(["call the echo tool"] * 4, None)
+    finally:
+        func.close()
+    assert len(out["completion_ids"]) == 4
+    assert (
+        out["env_reward"] == [pytest.approx(1.1)] * 4
+    )  # the env's own reward: len("hello world") / 10
+    assert policy.calls == 2  # 4 sessions x 2 turns, batched into one call per turn
+    batch = func.last_batch
+    assert batch.metrics["policy_calls"] == 2 and batch.metrics["mean_batch_size"] == 4
+    for prompt_ids, ids, mask, metrics in zip(
+        out["prompt_ids"],
+        out["completion_ids"],
+        out["env_mask"],
+        out["episode_metrics"],
+        strict=True,
+    ):
+        runs = segments(ids, mask)
+        assert [m for m, _ in runs] == [1, 0, 1]
+        assert tok.decode(runs[0][1]) == CALL + "<|im_end|>"
+        assert (
+            tok.decode(runs[1][1])
+            == "\n<|im_start|>tool echo_message\nhello world<|im_end|>\n<|im_start|>assistant\n"
+        )
+        assert tok.decode(runs[2][1]) == "done<|im_end|>"
+        assert metrics["stop_reason"] == "no_tool_call" and metrics["tool_calls"] == 1
+        # the whole record is the chat template's rendering of the conversation, tools included
+        messages = [
+            {"role": "user", "content": "call the echo tool"},
+            {"role": "assistant", "content": CALL},
+            {"role": "tool", "name": "echo_message", "content": "hello world"},
+            {"role": "assistant", "content": "done"},
+        ]
+        rendered = tok.decode(prompt_ids + ids)
+        tools = json.loads(rendered.split("Tools: ", 1)[1].split("<|im_end|>", 1)[0])
+        assert [t["function"]["name"] for t in tools] == ["echo_message", "echo_with_length"]
+        assert tools[0]["function"]["parameters"]["properties"]["message"]["type"] == "string"
+        expected = tok.apply_chat_template(messages, tokenize=False, tools=tools)
+        assert (
+            rendered + "\n" == expected
+        )  # the template's newline after the final EOS is not generated
+
+
+def test_tool_errors_are_fed_back_and_limits_stop_the_loop(echo_url, chat_tokenizer):
+    tok = chat_tokenizer
+    bad_calls = [
+        '<tool_call>{"name": "nope", "arguments": {}}</tool_call>',
+        "<tool_call>{oops</tool_call>",
+    ]
+
+    def run(verifier):
+        answers = iter(bad_calls * 10)
+        func = build_harness_rollout_func(
+            session_factory=echo_factory(echo_url, verifier),
+            harness_adapter=MCPHarnessAdapter(),
+            policy=ScriptedPolicy(tok, lambda text: next(answers)),
+            limits=HarnessRunLimits(max_turns=2, max_new_tokens=64),
+            group_size=1,
+            max_episode_retries=0,
+            group_retries=0,
+        )
+        try:
+            return func(["x"], None)
+        finally:
+            func.close()
+
+    # the env never scored this episode (no tool reached it): no reward is invented, the group drops
+    with pytest.raises(GroupsDroppedError, match="MissingRewardError"):
+        run(None)
+    out = run(lambda transcript, session: VerifyResult(env_reward=-0.5, metrics={"verified": 1}))
+    ids, mask = out["completion_ids"][0], out["env_mask"][0]
+    text = tok.decode(ids)
+    assert (
+        "error: unknown tool 'nope'; available tools: ['echo_message', 'echo_with_length']" in text
+    )
+    assert (
+        mask[-1] == 1
+    )  # stopped by max_turns right after a model turn: the 2nd error is not in the tokens
+    assert "not valid JSON" not in text
+    m = out["episode_metrics"][0]
+    assert (
+        m["stop_reason"] == "limit"
+        and m["turns"] == 2
+        and m["tool_errors"] == 2
+        and m["verified"] == 1
+    )
+    assert out["env_reward"] == [-0.5]
+
+
+def test_parse_tool_calls_formats():
+    (call,) = parse_tool_calls(
+        'x <tool_call>{"name": "a", "arguments": "{\\"k\\": 1}"}</tool_call>'
+    )
+    assert (call.name, call.arguments, call.error) == ("a", {"k": 1}, None)
+    (bad,) = parse_tool_calls("<tool_call>[1]</tool_call>")
+    assert "needs" in bad.error
+    assert parse_tool_calls("no calls here") == []
+
+
+def test_step_env_adapter_plays_blackjack_through_a_tool(blackjack_url, chat_tokenizer):
+    tok = chat_tokenizer
+    play = Tool(
+        name="play",
+        description="hit or stand",
+        input_schema={"type": "object", "properties": {"action": {"type": "string"}}},
+    )
+
+    def factory(prompt):
+        return StepEnvSessionAdapter.open(
+            BlackjackEnv(blackjack_url),
+            tools=[play],
+            action_builder=lambda name, args: BlackjackAction(action=args["action"]),
+            initial_messages_builder=lambda r, task: [
+                {"role": "user", "content": decision_text(r.observation)}
+            ],
+            observation_text=lambda r: decision_text(r.observation),
+        )
+
+    def respond(text):
+        last = text.rsplit("player ", 1)[1].split()
+        action = basic_strategy(int(last[0]), last[1] == "soft", last[3])
+        name = "hit" if action == 0 else "stand"
+        return '<tool_call>{"name": "play", "arguments": {"action": "' + name + '"}}</tool_call>'
+
+    policy = ScriptedPolicy(tok, respond)
+    func = build_harness_rollout_func(
+        session_factory=factory,
+        harness_adapter=MCPHarnessAdapter(),
+        policy=policy,
+        limits=HarnessRunLimits(max_turns=12, max_new_tokens=64),
+        group_size=4,
+    )
+    try:
+        out = func(["play"] * 16, None)
+    finally:
+        func.close()
+    assert set(out["env_reward"]) <= {-1.0, 0.0, 1.0}
+    for m in out["episode_metrics"]:
+        assert m["stop_reason"] == "done"  # every game ran to its end through the tool
+    assert any(m["turns"] > 1 for m in out["episode_metrics"])
+
+
+class BrokenMaskAdapter(HarnessAdapter):
+    """A (buggy) real adapter whose env_mask is one entry short: the rollout_func must say so."""
+
+    async def run_white_box(self, model_step, session, limits):
+        result = await MCPHarnessAdapter().run_white_box(model_step, session, limits)
+        result.env_mask = result.env_mask[:-1]
+        return result
+
+
+def test_rollout_func_validates_its_output(echo_url, chat_tokenizer):
+    policy = ScriptedPolicy(
+        chat_tokenizer, lambda text: "done" if "<|im_start|>tool" in text else CALL
+    )
+    func = build_harness_rollout_func(
+        session_factory=echo_factory(echo_url),
+        harness_adapter=BrokenMaskAdapter(),
+        policy=policy,
+        group_size=1,
+    )
+    try:
+        with pytest.raises(
+            RolloutOutputError,
+            match=r"output\['env_mask'\]\[0\] has \d+ entries but completion_ids\[0\] has",
+        ):
+            func(["x"], None)
+    finally:
+        func.close()
+
+
+def test_build_harness_rollout_func_argument_errors(echo_url, chat_tokenizer):
+    with pytest.raises(ValueError, match="exactly one of policy="):
+        build_harness_rollout_func(
+            session_factory=echo_factory(echo_url), harness_adapter=MCPHarnessAdapter()
+        )
+    with pytest.raises(ValueError, match="HarnessRunLimits.max_turns must be >= 1"):
+        HarnessRunLimits(max_turns=0)

@@ -1,0 +1,138 @@
+"""make_rollout_func on real BlackJack servers, the rollout engine and a real TRL GRPOTrainer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_funcs=None):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from openenv_train.trainers import env_reward
+
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trainer"),
+        max_steps=max_steps,
+        num_generations=4,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,  # big on purpose: 2 steps must move the weights visibly
+        beta=0.0,
+        loss_type="dapo",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        max_completion_length=64,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        use_adaptive_entropy=True,
+        entropy_target=0.15,
+    )
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs or [env_reward],
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
+        processing_class=tok,
+        rollout_func=rollout_func,
+    )
+
+
+@pytest.fixture()
+def warmed(tiny_model):
+    from openenv_train.trainers import format_warmup
+    from recipes.grpo_blackjack.evaluate import random_episode
+
+    model, tok = tiny_model
+    format_warmup(model, tok, random_episode, steps=40, batch_size=32)
+    return model, tok
+
+
+def test_rollout_output_is_what_the_trainer_needs(blackjack_servers, warmed, tmp_path) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    rollout_func = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers)
+    try:
+        trainer = _trainer(model, tok, rollout_func, tmp_path)
+        model.train()
+        prompts = ["blackjack"] * 16
+        out = rollout_func(prompts, trainer)
+        assert model.training  # train mode restored after generation in eval mode
+    finally:
+        rollout_func.close()
+    assert {"prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward"} <= set(out)
+    for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward"):
+        assert len(out[key]) == len(prompts), key
+    hit, stand, eos = (tok.convert_tokens_to_ids(w) for w in ("hit", "stand", "<eos>"))
+    multi_turn = 0
+    for p, c, lp, m, r in zip(
+        out["prompt_ids"],
+        out["completion_ids"],
+        out["logprobs"],
+        out["env_mask"],
+        out["env_reward"],
+        strict=True,
+    ):
+        assert tok.decode(p).startswith("player ") and tok.decode(p).endswith("action:")
+        assert len(c) == len(lp) == len(m) and c
+        model_tokens = [t for t, k in zip(c, m, strict=True) if k == 1]
+        env_tokens = [t for t, k in zip(c, m, strict=True) if k == 0]
+        assert set(model_tokens) <= {hit, stand, eos}  # the warmed model answers in format
+        assert not (
+            {hit, stand, eos} & set(env_tokens)
+        )  # env text is the next decision, masked out
+        assert all(x < 0 for x, k in zip(lp, m, strict=True) if k == 1) and all(
+            x == 0 for x, k in zip(lp, m, strict=True) if k == 0
+        )
+        assert r in (-1.0, 0.0, 1.0)
+        multi_turn += 0 in m
+    assert multi_turn > 0
+
+
+def test_short_grpo_run_through_the_whole_stack_changes_weights(
+    blackjack_servers, warmed, tmp_path
+) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    batches = []
+    rollout_func = make_rollout_func(
+        BlackjackTextSpec(seed=2), blackjack_servers, on_batch=batches.append
+    )
+    try:
+        trainer = _trainer(model, tok, rollout_func, tmp_path, max_steps=3)
+        trainer.train()
+    finally:
+        rollout_func.close()
+    assert len(batches) == 3 and all(len(b.rows) == 16 for b in batches)
+    servers_used = {r.metrics["server"] for b in batches for r in b.records}
+    assert servers_used == set(blackjack_servers)  # episodes really ran on both env servers
+    changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
+    assert len(changed) >= len(before) // 2, changed
+    assert any("reward" in h for h in trainer.state.log_history)
+
+
+def test_bad_rollout_setup_is_named(blackjack_servers, warmed, tmp_path) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    with pytest.raises(ValueError, match="servers"):
+        make_rollout_func(BlackjackTextSpec(), [])
+    model, tok = warmed
+    rollout_func = make_rollout_func(BlackjackTextSpec(), blackjack_servers)
+    try:
+        trainer = _trainer(model, tok, rollout_func, tmp_path)
+        with pytest.raises(ValueError, match="num_generations=4"):
+            rollout_func(["blackjack"] * 6, trainer)
+    finally:
+        rollout_func.close()
