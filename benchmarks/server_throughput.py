@@ -173,7 +173,8 @@ async def run(args: argparse.Namespace) -> None:
         return statistics.median(getattr(p, attr) for p in points[(kind, level)])
 
     table = Table(title="WS steps/s of one server process on one core (medians of repeats)")
-    cols = ("sessions", "server", "steps/s", "p50 ms", "p99 ms", "CPU us/step", "1 core: steps/s")
+    cols = ("sessions", "server", "steps/s", "p50 ms", "p99 ms", "CPU us/step", "core busy")
+    cols += ("1 core: steps/s",)
     for col in cols:
         table.add_column(col, justify="right")
     for level in args.levels:
@@ -185,6 +186,7 @@ async def run(args: argparse.Namespace) -> None:
                 f"{med(k, level, 'p50_ms'):.2f}",
                 f"{med(k, level, 'p99_ms'):.1f}",
                 f"{med(k, level, 'server_cpu_us'):.0f}",
+                f"{med(k, level, 'steps_per_s') * med(k, level, 'server_cpu_us') / 1e4:.0f}%",
                 f"{1e6 / med(k, level, 'server_cpu_us'):,.0f}",
                 end_section=i == len(kinds) - 1,
             )
@@ -193,8 +195,9 @@ async def run(args: argparse.Namespace) -> None:
         if kind in kinds:
             console.print(f"  {kind}: {desc}")
     console.print(
-        "  CPU us/step: the server process's user+sys CPU time (all threads) per step; "
-        "'1 core: steps/s' = 1e6 / that, what the server would do with a core to itself."
+        "  CPU us/step: the server process's user+sys CPU time (all threads) per step; core busy = "
+        "steps/s x that (below ~90%, the server waited on something else: a shared core, the "
+        "client); '1 core: steps/s' = 1e6 / CPU us/step, what it would do with a core to itself."
     )
 
     pairs = [

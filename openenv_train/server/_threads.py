@@ -4,6 +4,9 @@ Why not ``loop.run_in_executor``: every call there builds a ``concurrent.futures
 in an asyncio future and wakes the loop through its self-pipe once per result. Here a worker hands
 results straight to asyncio futures and wakes the loop once per *batch* of results, which keeps
 the thread hop cheap when many sessions step at once. Sync env code still never runs on the loop.
+
+The pool holds at most ``OPENENV_TRAIN_SERVER_THREADS`` threads (default 64); that many slow
+sync calls can run at once, further calls queue.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextvars
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,20 +26,24 @@ T = TypeVar("T")
 _STOP = object()
 
 
-class _LoopMailbox:
-    """Results for one event loop; the loop is woken once per non-empty batch."""
+class _LoopState:
+    """Per event loop: jobs waiting for the next flush, and results waiting for the loop."""
 
-    __slots__ = ("loop", "items", "lock", "scheduled")
+    __slots__ = ("loop", "pending", "flush_scheduled", "results", "lock", "scheduled", "watching")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.items: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
+        self.pending: list[Any] = []
+        self.flush_scheduled = False
+        self.results: deque[tuple[asyncio.Future[Any], bool, Any]] = deque()
         self.lock = threading.Lock()
         self.scheduled = False
+        self.watching = False
 
-    def post(self, fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    def post(self, items: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+        """From a worker: hand results over, waking the loop once per batch."""
         with self.lock:
-            self.items.append((fut, ok, value))
+            self.results.extend(items)
             if self.scheduled:
                 return
             self.scheduled = True
@@ -46,7 +54,7 @@ class _LoopMailbox:
 
     def drain(self) -> None:
         with self.lock:
-            items, self.items = self.items, deque()
+            items, self.results = self.results, deque()
             self.scheduled = False
         for fut, ok, value in items:
             if fut.cancelled():
@@ -60,117 +68,157 @@ class _LoopMailbox:
 class ThreadRunner:
     """A pool of daemon threads shared by every session, grown only when work is stuck.
 
-    Few threads serve fast envs best (each extra thread woken per call costs context switches),
-    but a slow env must never hold up another session's call. So one worker starts with the
-    first job, and a loop-side watchdog adds workers whenever jobs wait while no worker has
-    taken a job for ``stall_s`` (all of them are busy with slow calls). Workers idle for
-    ``idle_exit_s`` exit, down to one.
+    Jobs submitted during one event-loop iteration are handed over together (one wake-up for the
+    batch) and their results come back together, so the GIL changes hands about once per batch
+    rather than twice per call. Few threads serve fast envs best, but a slow env must never hold
+    up another session's call: a loop-side watchdog adds workers whenever jobs wait while no
+    worker has taken a job for ``stall_s`` (all of them are busy with slow calls; the period is
+    longer than the interpreter's 5 ms GIL switch interval so a worker merely waiting for the
+    GIL does not count). Workers idle for ``idle_exit_s`` exit, down to one.
     """
 
     def __init__(
         self,
         max_workers: int = 64,
         name: str = "openenv-env",
-        stall_s: float = 0.002,
+        stall_s: float = 0.02,
         idle_exit_s: float = 10.0,
+        post_after_s: float = 0.001,
     ) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         self.max_workers = max_workers
         self.stall_s = stall_s
         self.idle_exit_s = idle_exit_s
+        self.post_after_s = post_after_s
         self._name = name
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._jobs: deque[Any] = deque()
+        self._wake: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._workers = 0
+        self._idle = 0
         self._spawned = 0
-        self._submitted = 0
         self._taken = 0
-        self._watching: dict[int, asyncio.AbstractEventLoop] = {}
-        self._mailboxes: dict[int, _LoopMailbox] = {}
+        self._loops: dict[int, _LoopState] = {}
         self._closed = False
 
     @property
     def workers(self) -> int:
         return self._workers
 
-    def _mailbox(self, loop: asyncio.AbstractEventLoop) -> _LoopMailbox:
-        box = self._mailboxes.get(id(loop))
-        if box is None or box.loop is not loop:
-            box = self._mailboxes[id(loop)] = _LoopMailbox(loop)
-        return box
+    def _state(self, loop: asyncio.AbstractEventLoop) -> _LoopState:
+        st = self._loops.get(id(loop))
+        if st is None or st.loop is not loop:
+            st = self._loops[id(loop)] = _LoopState(loop)
+        return st
 
-    def _spawn(self, n: int = 1) -> None:
+    def _recruit(self, n: int) -> None:
+        """Wake idle workers or start new ones so ``n`` more can take jobs."""
         with self._lock:
-            n = min(n, self.max_workers - self._workers)
-            self._workers += max(n, 0)
+            wake = min(n, self._idle)
+            new = max(0, min(n - wake, self.max_workers - self._workers))
+            self._workers += new
             first = self._spawned
-            self._spawned += max(n, 0)
-        for i in range(n):
+            self._spawned += new
+        for _ in range(wake):
+            self._wake.put(None)
+        for i in range(new):
             threading.Thread(
                 target=self._work, name=f"{self._name}-{first + i}", daemon=True
             ).start()
 
-    def _watch(self, loop: asyncio.AbstractEventLoop, mark: int) -> None:
-        """Runs on the loop every ``stall_s`` while jobs are queued; recruits when stuck."""
-        with self._lock:
-            taken, backlog = self._taken, self._submitted - self._taken
-        if backlog <= 0:
-            self._watching.pop(id(loop), None)
+    def _flush(self, st: _LoopState) -> None:
+        jobs, st.pending = st.pending, []
+        st.flush_scheduled = False
+        self._jobs.extend(jobs)
+        if self._workers == 0:
+            self._recruit(1)
+        else:
+            self._wake.put(None)  # one token per batch; a busy worker drains new jobs anyway
+        if not st.watching:
+            st.watching = True
+            st.loop.call_later(self.stall_s, self._watch, st, self._taken)
+
+    def _watch(self, st: _LoopState, mark: int) -> None:
+        """On the loop every ``stall_s`` while jobs wait; recruits when no job was taken."""
+        backlog = len(self._jobs)
+        taken = self._taken
+        if backlog == 0:
+            st.watching = False
             return
         if taken == mark:  # nothing was picked up for a whole period: every worker is busy
-            self._spawn(backlog)
-        loop.call_later(self.stall_s, self._watch, loop, taken)
+            self._recruit(min(backlog, max(self._workers, 1)))  # at most double per period
+        st.loop.call_later(self.stall_s, self._watch, st, taken)
 
     def _work(self) -> None:
-        jobs = self._jobs
         while True:
+            self._drain()
+            with self._lock:
+                self._idle += 1
             try:
-                job = jobs.get(timeout=self.idle_exit_s)
+                token = self._wake.get(timeout=self.idle_exit_s)
             except queue.Empty:
                 with self._lock:
-                    if self._workers > 1:
+                    self._idle -= 1
+                    if self._workers > 1 and not self._jobs:
                         self._workers -= 1
                         return
                 continue
-            if job is _STOP:
+            with self._lock:
+                self._idle -= 1
+            if token is _STOP:
                 with self._lock:
                     self._workers -= 1
                 return
+
+    def _drain(self) -> None:
+        """Run queued jobs until none is left; post results in batches."""
+        jobs = self._jobs
+        done: dict[_LoopState, list[tuple[Any, bool, Any]]] = {}
+        since = 0.0
+        while True:
+            try:
+                st, fut, ctx, fn, args, kwargs = jobs.popleft()
+            except IndexError:
+                break
             with self._lock:
                 self._taken += 1
-            box, fut, ctx, fn, args, kwargs = job
             try:
                 value = ctx.run(fn, *args, **kwargs)
                 ok = True
-            except BaseException as exc:  # delivered to the awaiting coroutine
+            except Exception as exc:  # delivered to the awaiting coroutine
                 value, ok = exc, False
-            box.post(fut, ok, value)
-            del job, fut, value
+            except BaseException as exc:  # SystemExit & co. must not reach the event loop
+                value, ok = RuntimeError(f"env code raised {type(exc).__name__}: {exc}"), False
+            if not done:
+                since = time.perf_counter()
+            done.setdefault(st, []).append((fut, ok, value))
+            if time.perf_counter() - since > self.post_after_s:
+                for box, items in done.items():  # don't hold finished results behind slow ones
+                    box.post(items)
+                done = {}
+            del fut, value
+        for box, items in done.items():
+            box.post(items)
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run ``fn(*args, **kwargs)`` in a worker thread and await its result."""
         if self._closed:
             raise RuntimeError("ThreadRunner is shut down")
         loop = asyncio.get_running_loop()
+        st = self._state(loop)
         fut: asyncio.Future[T] = loop.create_future()
-        with self._lock:
-            self._submitted += 1
-            taken = self._taken
-            start = self._workers == 0
-        if start:
-            self._spawn()
-        self._jobs.put((self._mailbox(loop), fut, contextvars.copy_context(), fn, args, kwargs))
-        if self._watching.get(id(loop)) is not loop:
-            self._watching[id(loop)] = loop
-            loop.call_later(self.stall_s, self._watch, loop, taken)
+        st.pending.append((st, fut, contextvars.copy_context(), fn, args, kwargs))
+        if not st.flush_scheduled:
+            st.flush_scheduled = True
+            loop.call_soon(self._flush, st)
         return await fut
 
     def shutdown(self) -> None:
         """Stop the workers after the queued jobs (used by tests and at process exit)."""
         self._closed = True
         for _ in range(self._workers):
-            self._jobs.put(_STOP)
+            self._wake.put(_STOP)
 
 
 _default: ThreadRunner | None = None

@@ -22,6 +22,7 @@ from ..core.mcp import (
 )
 from ..core.models import Action
 from .calls import build_env, calls_for
+from .encoding import dumps
 from .sessions import CapacityError, FactoryError, Session, SessionManager
 
 log = logging.getLogger("openenv_train.server")
@@ -37,7 +38,9 @@ _DEFAULT_MESSAGES = {
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
 
 
-def rpc_error(code: int, message: str | None = None, req_id: Any = None, data: Any = None):
+def rpc_error(
+    code: int, message: str | None = None, req_id: Any = None, data: Any = None
+) -> dict[str, Any]:
     err: dict[str, Any] = {"code": code, "message": message or _DEFAULT_MESSAGES.get(code, "")}
     err["data"] = data
     return {"jsonrpc": "2.0", "id": req_id, "error": err}
@@ -63,8 +66,6 @@ def tool_result(obs: CallToolObservation) -> dict[str, Any]:
 
 
 def _to_text(value: Any) -> str:
-    from .encoding import dumps
-
     return dumps(value)
 
 
@@ -131,7 +132,9 @@ class McpHandler:
             )
         return rpc_result({"session_id": session.id}, req_id)
 
-    async def _session_close(self, params: dict, req_id: Any, ws_session: Session | None):
+    async def _session_close(
+        self, params: dict, req_id: Any, ws_session: Session | None
+    ) -> dict[str, Any]:
         sid = params.get("session_id")
         if not sid or not isinstance(sid, str):
             return rpc_error(
@@ -152,7 +155,9 @@ class McpHandler:
         await self.manager.destroy(session)
         return rpc_result({"session_id": sid, "closed": True}, req_id)
 
-    async def _tools(self, method: str, params: dict, req_id: Any, ws_session: Session | None):
+    async def _tools(
+        self, method: str, params: dict, req_id: Any, ws_session: Session | None
+    ) -> dict[str, Any]:
         if method == "tools/call":
             name = params.get("name")
             if not name or not isinstance(name, str):

@@ -220,7 +220,15 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
         if isinstance(result, CallToolObservation):
             return result
         obs = CallToolObservation(tool_name=name, result=result)
-        out = self.on_tool_result(obs)
+        hook = self.on_tool_result
+        if getattr(hook, "__func__", None) is MCPEnvironment.on_tool_result:
+            return obs
+        if inspect.iscoroutinefunction(hook):
+            return await hook(obs)
+        if self.inline_sync_calls:  # the env vouched that its sync code is quick
+            out = hook(obs)
+        else:  # sync env code never runs on the event loop
+            out = await run_sync(hook, obs)
         if inspect.isawaitable(out):
             out = await out
         return out
@@ -232,7 +240,10 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
         )
 
     def on_tool_result(self, observation: CallToolObservation) -> CallToolObservation:
-        """Hook after a successful tool call: set ``reward``/``done`` here. Default: unchanged."""
+        """Hook after a successful tool call: set ``reward``/``done`` here. Default: unchanged.
+
+        May be ``async def``; a plain method runs in a worker thread like other sync env code.
+        """
         return observation
 
     # ---- Environment API ------------------------------------------------------------------

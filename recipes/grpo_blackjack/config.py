@@ -117,9 +117,12 @@ class EvalSection(_Strict):
 
     hands: int = Field(20000, ge=1)
     every: int = Field(100, ge=1)
-    periodic_hands: int = Field(2000, ge=1)
+    periodic_hands: int = Field(4000, ge=1)
     seed: int = 2_000_000_000
     final_via_servers: bool = False
+    #: Save the weights of the periodic eval with the best mean return (validation hands, seeded
+    #: apart from the final eval's, so the final numbers stay unbiased) instead of the last step's.
+    keep_best: bool = True
 
 
 class RecipeConfig(_Strict):

@@ -228,7 +228,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         max_new_tokens=r.max_new_tokens,
         max_concurrency=r.max_concurrency,
         max_batch_size=r.max_batch_size,
-        seed=cfg.seed,
+        # no sampling seed: RolloutConfig.seed reseeds EVERY policy call alike, which correlates
+        # the samples of successive calls; torch.manual_seed(cfg.seed) above seeds the run once
         system_prompt=r.system_prompt,
     )
     spec = BlackjackTextSpec(
@@ -254,11 +255,15 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
     rollout_func = make_rollout_func(spec, urls, config=rollout_cfg, on_batch=on_batch)
     curve: list[tuple[int, dict[str, float]]] = [(0, {**before})]
+    best: dict[str, Any] = {}
 
     def on_eval(step: int, m: dict[str, float]) -> None:
         m["episodes"] = episodes["n"]
         m["wall_s"] = round(time.perf_counter() - t_start, 1)
         curve.append((step, m))
+        if ev.keep_best and step > 0 and m["mean_return"] > best.get("score", float("-inf")):
+            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best.update(step=step, score=m["mean_return"], state=state)
         metrics.write("eval", step, m)
         if progress is not None:
             progress.set_status(win=m["win"], ret=m["mean_return"])
@@ -298,9 +303,14 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         model = trainer.model
         eval_policy.set_model(model)
         t0 = time.perf_counter()
-        after = greedy(ev.hands)
+        last = after = greedy(ev.hands)
         console.print(f"eval after training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
-        rows = {"model before": before, "model after": after}
+        final_step = trainer.state.global_step
+        rows = {"model before": before, f"model after (last, step {final_step})": last}
+        if best and best["step"] != final_step:
+            model.load_state_dict(best["state"])
+            after = greedy(ev.hands)
+            rows[f"model after (best periodic eval, step {best['step']}, saved)"] = after
         if ev.final_via_servers:
             rows["model after (via servers)"] = evaluate_via_servers(
                 eval_policy, urls, ev.hands, ev.seed
@@ -309,10 +319,11 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         rollout_func.close()
         if servers:
             servers.stop()
-    final_step = trainer.state.global_step
-    metrics.write("eval_after", final_step, after)
+    metrics.write("eval_after", final_step, {**last, "which": "last"})
+    if after is not last:
+        metrics.write("eval_after", best["step"], {**after, "which": "best"})
     if curve and curve[-1][0] == final_step:  # the curve ends on the big final eval
-        curve[-1] = (final_step, {**curve[-1][1], **after})
+        curve[-1] = (final_step, {**curve[-1][1], **last})
     console.print(
         _table(f"after {final_step} GRPO steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
     )
@@ -329,6 +340,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         "name": cfg.name,
         "before": before,
         "after": after,
+        "after_last": last,
+        "saved_step": best["step"] if after is not last else final_step,
         "baselines": base,
         "curve": [{"step": s, **m} for s, m in curve],
         "episodes": episodes["n"],

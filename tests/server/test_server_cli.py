@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 import websockets
-from conftest import rpc, wait_until
+from server_helpers import rpc, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 

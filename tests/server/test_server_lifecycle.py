@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-import os
 import socket
 import struct
 
 import httpx
 import pytest
 import websockets
-from conftest import rpc, wait_until
 from server_envs import (
     REG,
     AddAction,
@@ -21,6 +17,7 @@ from server_envs import (
     CounterState,
     TotalObservation,
 )
+from server_helpers import raw_ws_connect, rpc, wait_until
 from websockets.exceptions import ConnectionClosed
 
 from openenv_train.server import create_app
@@ -73,32 +70,10 @@ async def test_busy_session_is_not_reaped_mid_step(serve_app):
     assert httpx.get(s.url + "/sessions").json()["reaped"] == 0
 
 
-def _raw_ws_connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(
-        (
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
-    assert head.startswith(b"HTTP/1.1 101"), head
-    payload = json.dumps({"type": "reset"}).encode()
-    mask = os.urandom(4)
-    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + masked)
-    reply = sock.recv(4096)
-    assert b'"observation"' in reply
-    return sock
-
-
 @pytest.mark.parametrize("env_cls", [CounterEnv, AsyncCounterEnv])
 def test_vanished_client_frees_its_session(serve_app, env_cls):
     s = serve_app(app_for(env_cls))
-    socks = [_raw_ws_connect(s.port) for _ in range(3)]
+    socks = [raw_ws_connect(s.port) for _ in range(3)]
     wait_until(lambda: active(s) == 3, what="3 sessions")
     for sock in socks:  # TCP reset: no close frame, no FIN handshake
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -109,11 +84,11 @@ def test_vanished_client_frees_its_session(serve_app, env_cls):
 
 def test_client_that_just_disconnects_frees_its_session(serve_app):
     s = serve_app(app_for())
-    sock = _raw_ws_connect(s.port)
+    sock = raw_ws_connect(s.port)
     wait_until(lambda: active(s) == 1)
     sock.close()  # FIN without a close frame
     wait_until(lambda: active(s) == 0, what="session freed after FIN")
-    assert REG.closed == 1
+    wait_until(lambda: REG.closed == 1, what="env.close() after FIN")
 
 
 async def test_slow_sync_env_does_not_stall_other_sessions(serve_app):
@@ -142,6 +117,6 @@ async def test_shutdown_closes_every_env(serve_app):
     for c in conns:
         await rpc(c, {"type": "reset"})
     await asyncio.to_thread(s.stop)
-    assert REG.closed == 3
+    await asyncio.to_thread(wait_until, lambda: REG.closed == 3, 15, "env.close() at shutdown")
     for c in conns:
         await c.close()

@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 import websockets
-from conftest import rpc
 from server_envs import REG, AddAction, CounterEnv, GameTools, TotalObservation
+from server_helpers import rpc, wait_until
 
 from openenv_train.core import (
     CallToolAction,
@@ -221,8 +221,6 @@ async def test_ws_attaches_to_http_session(server):
         r = post(server, "openenv/session/close", {"session_id": sid})
         assert r["result"] == {"session_id": sid, "closed": False, "closing": True}
     await asyncio.sleep(0)
-    from conftest import wait_until
-
     await asyncio.to_thread(
         wait_until, lambda: httpx.get(server.url + "/health").json()["active_sessions"] == 0
     )
@@ -267,8 +265,6 @@ def test_env_without_mcp_support(serve_app):
 def test_http_session_is_reaped(serve_app):
     s = serve_app(create_app(GameTools, CallToolAction, CallToolObservation, session_timeout=0.2))
     post(s, "openenv/session/create")
-    from conftest import wait_until
-
     wait_until(lambda: httpx.get(s.url + "/health").json()["active_sessions"] == 0)
-    assert REG.closed == 1
+    wait_until(lambda: REG.closed == 1, what="env.close() of the reaped session")
     assert json.loads(httpx.get(s.url + "/sessions").text)["reaped"] == 1

@@ -9,9 +9,8 @@ import socket
 
 import pytest
 import websockets
-from conftest import rpc
 from server_envs import AddAction, CounterEnv, CounterState, GameTools, TotalObservation
-from test_server_lifecycle import _raw_ws_connect
+from server_helpers import raw_ws_connect, rpc
 from websockets.exceptions import ConnectionClosed
 
 from openenv_train.core import CallToolAction, CallToolObservation
@@ -63,7 +62,7 @@ async def test_oversize_message_closes_1009(serve_app):
 
 def test_invalid_utf8_closes_1007(serve_app):
     s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, CounterState))
-    sock = _raw_ws_connect(s.port)
+    sock = raw_ws_connect(s.port)
     mask = os.urandom(4)
     payload = bytes(b ^ mask[i % 4] for i, b in enumerate(b"\xff\xfe"))
     sock.sendall(bytes([0x81, 0x82]) + mask + payload)
@@ -80,7 +79,7 @@ def test_invalid_utf8_closes_1007(serve_app):
 
 def test_unmasked_client_frame_is_a_protocol_error(serve_app):
     s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, CounterState))
-    sock = _raw_ws_connect(s.port)
+    sock = raw_ws_connect(s.port)
     body = b'{"type":"state"}'
     sock.sendall(bytes([0x81, len(body)]) + body)
     sock.settimeout(10)
@@ -118,7 +117,7 @@ def test_frames_split_and_coalesced_across_tcp_writes(serve_app):
     import time
 
     s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, CounterState))
-    sock = _raw_ws_connect(s.port)  # already did one reset
+    sock = raw_ws_connect(s.port)  # already did one reset
     steps = b"".join(_masked(json.dumps({"type": "step", "data": {"n": i}})) for i in range(1, 4))
     sock.sendall(steps)  # three frames in one write
     assert [f["data"]["observation"]["total"] for f in _read_frames(sock, 3)] == [1, 3, 6]
@@ -132,3 +131,14 @@ def test_frames_split_and_coalesced_across_tcp_writes(serve_app):
     sock.sendall(_masked(json.dumps({"type": "state"})))
     assert _read_frames(sock, 1)[0]["data"]["step_count"] == 7
     sock.close()
+
+
+async def test_compression_negotiated_falls_back_to_websockets(serve_app):
+    s = serve_app(tools_app(), ws_per_message_deflate=True)
+    async with websockets.connect(s.ws_url, compression="deflate") as ws:
+        await rpc(ws, {"type": "reset"})
+        (proto,) = [
+            c for c in s.server.server_state.connections if isinstance(c, FastWebSocketsProtocol)
+        ]
+        assert proto.conn.extensions and not proto._fast
+        assert (await rpc(ws, shout("z" * 5000)))["data"]["observation"]["result"] == "Z" * 5000

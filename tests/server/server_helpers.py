@@ -1,0 +1,87 @@
+"""Helpers for the server tests: a real uvicorn server in a thread, frame I/O, polling.
+
+(A uniquely named module, not conftest: test directories share one ``conftest`` module name.)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+
+from openenv_train.server import uvicorn_kwargs
+
+
+class ServerThread:
+    """Runs ``app`` with uvicorn on 127.0.0.1 (OS-picked port) in a daemon thread."""
+
+    def __init__(self, app: Any, **options: Any) -> None:
+        kw = uvicorn_kwargs(**options)
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", **kw)
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.ws_url = f"ws://127.0.0.1:{port}/ws"
+        self.port = port
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+        assert not self.thread.is_alive(), "server thread did not stop"
+
+
+async def rpc(ws: Any, frame: dict[str, Any] | str) -> dict[str, Any]:
+    """Send one frame over /ws and return the decoded reply."""
+    await ws.send(frame if isinstance(frame, str) else json.dumps(frame))
+    return json.loads(await ws.recv())
+
+
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+) -> None:
+    """Poll until ``predicate()`` holds (a deadline, not a timing assert)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def raw_ws_connect(port: int) -> socket.socket:
+    """A hand-made WebSocket client socket that has done one reset (for vanish/RFC tests)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    payload = json.dumps({"type": "reset"}).encode()
+    mask = os.urandom(4)
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + masked)
+    reply = sock.recv(4096)
+    assert b'"observation"' in reply
+    return sock
