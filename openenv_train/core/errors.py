@@ -33,7 +33,9 @@ class EnvServerError(OpenEnvTrainError):
 
     code: ErrorCode | str = "UNKNOWN"
 
-    def __init__(self, message: str, code: ErrorCode | str | None = None, data: dict[str, Any] | None = None):
+    def __init__(
+        self, message: str, code: ErrorCode | str | None = None, data: dict[str, Any] | None = None
+    ):
         super().__init__(message)
         self.message = message
         if code is not None:

@@ -17,7 +17,9 @@ class Tool(BaseModel):
 
     name: str
     description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    input_schema: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
 
 
 class ToolErrorType(str, Enum):

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class Action(BaseModel):
     """What an agent sends to ``step``. Unknown fields are rejected so typos never pass silently."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+    )
 
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -19,7 +21,9 @@ class Action(BaseModel):
 class Observation(BaseModel):
     """What ``reset``/``step`` return; ``reward`` and ``done`` are lifted to the top level on the wire."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, arbitrary_types_allowed=True
+    )
 
     done: bool = False
     reward: bool | int | float | None = None

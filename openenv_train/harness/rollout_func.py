@@ -21,10 +21,8 @@ from ..rollout.groups import Attempt, run_groups
 from ..rollout.records import (
     EpisodeRecord,
     EpisodeTimeoutError,
-    GroupsDroppedError,
     MissingRewardError,
     RolloutBatch,
-    validate_rollout_output,
 )
 from ..rollout.sync import LoopThread, _group_size_of
 from ..rollout.tokens import TokenCodec
@@ -201,16 +199,9 @@ def build_harness_rollout_func(
         prompts = list(prompts)
         batch = runner.run(_run(prompts, _group_size_of(trainer, group_size)))
         rollout_func.last_batch = batch  # type: ignore[attr-defined]
-        if not batch.complete:
-            raise GroupsDroppedError(
-                f"{len(batch.dropped_groups)} GRPO group(s) {batch.dropped_groups} failed after retries "
-                f"on infrastructure errors {dict(batch.errors)}; no rows are invented for them",
-                dropped=list(batch.dropped_groups),
-                errors=dict(batch.errors),
-            )
-        out = batch.to_trl(reward_key)
-        validate_rollout_output(out, len(prompts), reward_key=reward_key)
-        return out
+        return batch.to_trl(
+            reward_key
+        )  # validated; raises GroupsDroppedError rather than invent rows
 
     def close() -> None:
         if "runner" in holder:

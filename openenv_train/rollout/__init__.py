@@ -21,7 +21,7 @@ from .records import (
 )
 from .scripted import ScriptedPolicy
 from .spec import TextEnvSpec
-from .sync import LoopThread, make_rollout_func
+from .sync import LoopThread, engine_rollout_func
 from .tokens import EpisodeTokens, TokenCodec
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
     "TextEnvSpec",
     "TokenCodec",
     "build_harness_rollout_func",
-    "make_rollout_func",
+    "engine_rollout_func",
     "run_groups",
     "summarize",
     "validate_rollout_output",

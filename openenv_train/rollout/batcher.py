@@ -10,6 +10,7 @@ coming back from env steps queue for the next one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ class GenerationBatcher:
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
         self.stats = BatcherStats()
+        self._seeded = 0  # seeded calls so far: each gets its own seed
         self._pending: dict[
             SamplingSettings, list[tuple[list[int], asyncio.Future[Generation]]]
         ] = {}
@@ -143,7 +145,9 @@ class GenerationBatcher:
             return
         started = time.perf_counter()
         try:
-            gens = await self.policy.generate([ids for ids, _ in batch], sampling)
+            gens = await self.policy.generate(
+                [ids for ids, _ in batch], _per_call(sampling, self._seeded)
+            )
             if len(gens) != len(batch):
                 raise RuntimeError(
                     f"{type(self.policy).__name__}.generate returned {len(gens)} generations for "
@@ -157,8 +161,19 @@ class GenerationBatcher:
         finally:
             self.stats.generate_s += time.perf_counter() - started
         self.stats.calls += 1
+        self._seeded += sampling.seed is not None
         self.stats.sequences += len(batch)
         self.stats.max_batch = max(self.stats.max_batch, len(batch))
         for (_, fut), gen in zip(batch, gens, strict=True):
             if not fut.done():
                 fut.set_result(gen)
+
+
+def _per_call(sampling: SamplingSettings, index: int) -> SamplingSettings:
+    """A seeded run stays reproducible, but every policy call draws fresh random numbers.
+
+    Reusing one seed for every call would replay the same draws each step (episodes that look
+    alike and a policy that stops exploring)."""
+    if sampling.seed is None:
+        return sampling
+    return dataclasses.replace(sampling, seed=sampling.seed + index)

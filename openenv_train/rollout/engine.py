@@ -110,7 +110,7 @@ class RolloutEngine:
     """Runs episodes of one ``TextEnvSpec`` env against one ``Policy`` through a session pool.
 
     Use on one event loop: ``batch = await engine.run(prompts, group_size)``; ``await engine.aclose()``
-    (or ``async with``) closes the pooled sessions. See ``make_rollout_func`` for TRL.
+    (or ``async with``) closes the pooled sessions. See ``engine_rollout_func`` for TRL.
     """
 
     def __init__(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from .engine import RolloutEngine
-from .records import GroupsDroppedError, RolloutBatch
+from .records import RolloutBatch
 
 T = TypeVar("T")
 
@@ -49,11 +49,11 @@ def _group_size_of(trainer: Any, group_size: int | None) -> int:
             return n
     raise ValueError(
         "group_size: not given and the trainer has no num_generations; pass group_size= "
-        "(TRL's num_generations) to make_rollout_func"
+        "(TRL's num_generations) to engine_rollout_func"
     )
 
 
-def make_rollout_func(
+def engine_rollout_func(
     engine_factory: RolloutEngine | Callable[[], RolloutEngine],
     *,
     group_size: int | None = None,
@@ -85,14 +85,7 @@ def make_rollout_func(
         rollout_func.last_batch = batch  # type: ignore[attr-defined]
         if on_batch is not None:
             on_batch(batch)
-        if not batch.complete:
-            raise GroupsDroppedError(
-                f"{len(batch.dropped_groups)} GRPO group(s) {batch.dropped_groups} failed after "
-                f"{engine_config_retries(holder)} retries on infrastructure errors {dict(batch.errors)}",
-                dropped=list(batch.dropped_groups),
-                errors=dict(batch.errors),
-            )
-        return batch.to_trl(reward_key)
+        return batch.to_trl(reward_key)  # raises GroupsDroppedError rather than invent rows
 
     def close() -> None:
         if "engine" in holder:
@@ -103,10 +96,3 @@ def make_rollout_func(
     rollout_func.runner = runner  # type: ignore[attr-defined]
     rollout_func.last_batch = None  # type: ignore[attr-defined]
     return rollout_func
-
-
-def engine_config_retries(holder: dict[str, RolloutEngine]) -> str:
-    engine = holder.get("engine")
-    if engine is None:
-        return "?"
-    return f"{engine.config.max_episode_retries} episode / {engine.config.group_retries} group"

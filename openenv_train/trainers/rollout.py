@@ -17,7 +17,7 @@ from typing import Any
 
 from ..policy.base import Policy
 from ..rollout.engine import RolloutConfig, RolloutEngine
-from ..rollout.records import GroupsDroppedError, RolloutBatch, validate_rollout_output
+from ..rollout.records import RolloutBatch
 from ..rollout.spec import TextEnvSpec
 from ..rollout.sync import LoopThread
 
@@ -150,16 +150,9 @@ def make_rollout_func(
         rollout_func.last_batch = batch  # type: ignore[attr-defined]
         if on_batch is not None:
             on_batch(batch)
-        if not batch.complete:
-            raise GroupsDroppedError(
-                f"{len(batch.dropped_groups)} GRPO group(s) {batch.dropped_groups} failed on "
-                f"infrastructure errors {dict(batch.errors)} after retries; no rows are invented",
-                dropped=list(batch.dropped_groups),
-                errors=dict(batch.errors),
-            )
-        out = batch.to_trl(reward_key)
-        validate_rollout_output(out, len(prompts), reward_key=reward_key)
-        return out
+        return batch.to_trl(
+            reward_key
+        )  # validated; raises GroupsDroppedError rather than invent rows
 
     def close() -> None:
         engine = state.pop("engine", None)

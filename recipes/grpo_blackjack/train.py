@@ -282,6 +282,10 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         {"prompt": ["blackjack"] * max(g.per_device_train_batch_size * 4, 64)}
     )
     reward_funcs = [env_reward] + ([format_reward] if cfg.format_reward_weight else [])
+    if g.use_vllm:
+        from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
+
+        patch_vllm_for_cpu_weight_sync()  # no-op on GPU
     try:
         trainer = GRPOTrainer(
             model=model,

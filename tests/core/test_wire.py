@@ -17,8 +17,8 @@ from openenv_train.core import (
     Observation,
     State,
     error_from_frame,
+    wire,
 )
-from openenv_train.core import wire
 
 
 class CountObservation(Observation):
@@ -76,13 +76,20 @@ def test_frames_have_openenv_shapes() -> None:
     assert wire.reset_frame(seed=3, episode_id=None) == {"type": "reset", "data": {"seed": 3}}
     assert wire.step_frame({"direction": "up"}) == {"type": "step", "data": {"direction": "up"}}
     err = wire.error_frame(ErrorCode.UNKNOWN_TYPE, "Unknown message type: nope")
-    assert err == {"type": "error", "data": {"message": "Unknown message type: nope", "code": "UNKNOWN_TYPE"}}
+    assert err == {
+        "type": "error",
+        "data": {"message": "Unknown message type: nope", "code": "UNKNOWN_TYPE"},
+    }
 
 
 def test_error_frames_map_to_typed_exceptions() -> None:
-    exc = error_from_frame({"code": "VALIDATION_ERROR", "message": "Invalid message", "errors": [{"loc": ["x"]}]})
+    exc = error_from_frame(
+        {"code": "VALIDATION_ERROR", "message": "Invalid message", "errors": [{"loc": ["x"]}]}
+    )
     assert isinstance(exc, ActionValidationError) and exc.errors == [{"loc": ["x"]}]
-    cap = error_from_frame({"code": "CAPACITY_REACHED", "message": "full", "active_sessions": 2, "max_sessions": 2})
+    cap = error_from_frame(
+        {"code": "CAPACITY_REACHED", "message": "full", "active_sessions": 2, "max_sessions": 2}
+    )
     assert isinstance(cap, CapacityReachedError) and isinstance(cap, InfrastructureError)
     assert cap.data == {"active_sessions": 2, "max_sessions": 2}
     unknown = error_from_frame({"code": "SOMETHING_NEW", "message": "?"})

@@ -16,7 +16,7 @@ from openenv_train.rollout import (
     RolloutConfig,
     RolloutEngine,
     ScriptedPolicy,
-    make_rollout_func,
+    engine_rollout_func,
 )
 from openenv_train.runtime import LocalProcessProvider, start_local_servers
 
@@ -88,7 +88,7 @@ def test_rollout_func_raises_typed_error_when_no_server_answers(tokenizer):
     server.stop()  # a URL where nothing listens any more
     policy = ScriptedPolicy(tokenizer, basic_strategy_answer)
     cfg = RolloutConfig(max_episode_retries=1, group_retries=1)
-    func = make_rollout_func(
+    func = engine_rollout_func(
         lambda: RolloutEngine(BlackjackTextSpec(), policy, [url], cfg), group_size=2
     )
     try:

