@@ -106,7 +106,45 @@ def _check_tool_name(name: str, known: set[str]) -> str | None:
     return None
 
 
-class StepEnvSessionAdapter(ResourceSession):
+class _ClientSession(ResourceSession):
+    """What every client-backed session shares: ``open`` (connect + reset) and the first prompt."""
+
+    def __init__(
+        self,
+        client: Any,
+        initial_messages_builder: Callable[[StepResult[Any], Any], list[Message]],
+        task: Any,
+    ) -> None:
+        self.client = client
+        self.task = task
+        self._initial_builder = initial_messages_builder
+        self._reset_result: StepResult[Any] | None = None
+        self._closed = False
+
+    @classmethod
+    async def open(cls, client: Any, *, reset_kwargs: dict[str, Any] | None = None, **kwargs: Any):
+        """Connect and reset; a failure closes the session before it propagates."""
+        session = cls(client, **kwargs)
+        try:
+            await client.connect()
+            session._on_reset(await client.reset(**(reset_kwargs or {})))
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    def _on_reset(self, result: StepResult[Any]) -> None:
+        self._reset_result = result
+
+    async def initial_messages(self) -> list[Message]:
+        if self._reset_result is None:
+            raise RuntimeError(
+                f"session not started; create it with `await {type(self).__name__}.open(...)`"
+            )
+        return list(self._initial_builder(self._reset_result, self.task))
+
+
+class StepEnvSessionAdapter(_ClientSession):
     """A reset/step env client as a session: ``action_builder(tool_name, args)`` makes the action.
 
     Create with ``await StepEnvSessionAdapter.open(client, ...)`` (connects and resets). The reward
@@ -125,8 +163,7 @@ class StepEnvSessionAdapter(ResourceSession):
         observation_text: Callable[[StepResult[Any]], str] | None = None,
         task: Any = None,
     ) -> None:
-        self.client = client
-        self.task = task
+        super().__init__(client, initial_messages_builder, task)
         self.tools = list(tools)
         bad = sorted({t.name for t in self.tools} & RESERVED_TOOL_NAMES)
         if bad:
@@ -135,31 +172,11 @@ class StepEnvSessionAdapter(ResourceSession):
             )
         self._names = {t.name for t in self.tools}
         self._action_builder = action_builder
-        self._initial_builder = initial_messages_builder
         self._observation_text = observation_text or (lambda r: to_text(r.observation))
-        self._reset_result: StepResult[Any] | None = None
         self.last_result: StepResult[Any] | None = None
-        self._closed = False
 
-    @classmethod
-    async def open(
-        cls, client: Any, *, reset_kwargs: dict[str, Any] | None = None, **kwargs: Any
-    ) -> StepEnvSessionAdapter:
-        session = cls(client, **kwargs)
-        try:
-            await client.connect()
-            session._reset_result = session.last_result = await client.reset(**(reset_kwargs or {}))
-        except BaseException:
-            await session.close()
-            raise
-        return session
-
-    async def initial_messages(self) -> list[Message]:
-        if self._reset_result is None:
-            raise RuntimeError(
-                "session not started; create it with `await StepEnvSessionAdapter.open(...)`"
-            )
-        return list(self._initial_builder(self._reset_result, self.task))
+    def _on_reset(self, result: StepResult[Any]) -> None:
+        self._reset_result = self.last_result = result
 
     async def list_tools(self) -> list[Tool]:
         return list(self.tools)
@@ -208,7 +225,7 @@ def _unwrap_tool_result(result: Any) -> Any:
     return result
 
 
-class MCPEnvSession(ResourceSession):
+class MCPEnvSession(_ClientSession):
     """An env with MCP tools over ``/ws`` (``MCPToolClient``, e.g. ``echo_env.EchoEnv``) as a session.
 
     Tool calls are ``CallToolAction`` steps, so each call's reward/done is seen. ``verifier`` (async
@@ -224,36 +241,12 @@ class MCPEnvSession(ResourceSession):
         verifier: Callable[[list[Message], MCPEnvSession], Any] | None = None,
         task: Any = None,
     ) -> None:
-        self.client = client
-        self.task = task
-        self._initial_builder = initial_messages_builder
+        super().__init__(client, initial_messages_builder, task)
         self._verifier = verifier
-        self._reset_result: StepResult[Any] | None = None
         self._tools: list[Tool] | None = None
         self.last_reward: float | None = None
         self.done = False
         self.calls: list[tuple[str, dict[str, Any], ToolResult]] = []
-        self._closed = False
-
-    @classmethod
-    async def open(
-        cls, client: Any, *, reset_kwargs: dict[str, Any] | None = None, **kwargs: Any
-    ) -> MCPEnvSession:
-        session = cls(client, **kwargs)
-        try:
-            await client.connect()
-            session._reset_result = await client.reset(**(reset_kwargs or {}))
-        except BaseException:
-            await session.close()
-            raise
-        return session
-
-    async def initial_messages(self) -> list[Message]:
-        if self._reset_result is None:
-            raise RuntimeError(
-                "session not started; create it with `await MCPEnvSession.open(...)`"
-            )
-        return list(self._initial_builder(self._reset_result, self.task))
 
     async def list_tools(self) -> list[Tool]:
         if self._tools is None:

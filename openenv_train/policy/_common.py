@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .base import Generation, SamplingSettings
+from .base import Generation, Policy, SamplingSettings
 
 
 def validate_request(
@@ -83,3 +86,32 @@ def make_generation(
     if text is None:
         text = tokenizer.decode(ids, skip_special_tokens=True) if tokenizer is not None else ""
     return Generation(ids, lps, text, finish_reason, dict(extra or {}))
+
+
+class ThreadedPolicy(Policy):
+    """A backend whose generation blocks (torch, vLLM). It runs on one worker thread of its own,
+    so the event loop that drives the env sessions and the batcher never waits on the model."""
+
+    def _start_worker(self, name: str, initializer: Callable[[], None] | None = None) -> None:
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=name, initializer=initializer
+        )
+
+    @abstractmethod
+    def generate_sync(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
+        """Blocking version of :meth:`generate`, for scripts and benchmarks."""
+
+    async def generate(
+        self, prompts: list[list[int]], sampling: SamplingSettings
+    ) -> list[Generation]:
+        """One blocking batch on the worker thread; its errors surface here unchanged."""
+        if not prompts:
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
+
+    async def aclose(self) -> None:
+        """Stop the worker thread (the model or engine itself belongs to the caller)."""
+        self._executor.shutdown(wait=True)

@@ -15,14 +15,12 @@ get -inf, the rest renormalise). With ``temperature == 0`` (greedy) it is the pl
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ._common import make_generation, stop_ids, validate_request
-from .base import Generation, Policy, SamplingSettings
+from ._common import ThreadedPolicy, make_generation, stop_ids, validate_request
+from .base import Generation, SamplingSettings
 
 
 def _filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
@@ -47,7 +45,7 @@ def _cache_kwarg(model: Any) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-class TransformersPolicy(Policy):
+class TransformersPolicy(ThreadedPolicy):
     """Generate with a transformers ``*ForCausalLM`` in a worker thread (never on the event loop).
 
     The policy keeps a reference to ``model``, never a copy: a trainer that updates the weights
@@ -79,9 +77,7 @@ class TransformersPolicy(Policy):
                 f"num_threads={num_threads}: must be >= 1 (or None for torch's default)"
             )
         self.num_threads = num_threads
-        self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="transformers-policy", initializer=self._init_worker
-        )
+        self._start_worker("transformers-policy", initializer=self._init_worker)
         self._lock = threading.Lock()
         self.model = None
         self.set_model(model)
@@ -113,17 +109,6 @@ class TransformersPolicy(Policy):
     def pad_id(self) -> int:
         pad = self.tokenizer.pad_token_id
         return int(pad if pad is not None else self.tokenizer.eos_token_id)
-
-    async def generate(
-        self, prompts: list[list[int]], sampling: SamplingSettings
-    ) -> list[Generation]:
-        """Sample one completion per prompt; chunks of ``max_batch_size`` run one after another.
-
-        Inputs are validated on the worker thread; errors surface here unchanged."""
-        if not prompts:
-            return []
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
 
     def generate_sync(
         self, prompts: list[list[int]], sampling: SamplingSettings
@@ -237,7 +222,3 @@ class TransformersPolicy(Policy):
         token_rows = torch.stack(tokens, dim=1).tolist()
         logprob_rows = torch.stack(logprobs, dim=1).tolist()
         return token_rows, logprob_rows
-
-    async def aclose(self) -> None:
-        """Stop the worker thread (the model itself belongs to the caller)."""
-        self._executor.shutdown(wait=True)

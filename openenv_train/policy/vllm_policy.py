@@ -7,14 +7,12 @@ Both backends run the blocking engine call on one worker thread, never on the ev
 
 from __future__ import annotations
 
-import asyncio
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ._common import make_generation, stop_ids, validate_request
-from .base import Generation, Policy, SamplingSettings
+from ._common import ThreadedPolicy, make_generation, stop_ids, validate_request
+from .base import Generation, SamplingSettings
 
 
 def require_vllm() -> Any:
@@ -42,7 +40,7 @@ def _first_logprob(entry: Any, token_id: int) -> float:
     return float(getattr(entry, "logprob", entry))
 
 
-class VLLMEnginePolicy(Policy):
+class VLLMEnginePolicy(ThreadedPolicy):
     """Sample from an offline ``vllm.LLM`` with token-id prompts (``TokensPrompt``).
 
     Logprobs are whatever the engine's ``logprobs_mode`` says; :meth:`from_model_dir` sets
@@ -54,7 +52,7 @@ class VLLMEnginePolicy(Policy):
     def __init__(self, llm: Any, *, tokenizer: Any = None) -> None:
         self.llm = llm
         self.tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vllm-policy")
+        self._start_worker("vllm-policy")
 
     @classmethod
     def from_model_dir(
@@ -119,6 +117,8 @@ class VLLMEnginePolicy(Policy):
         from vllm.inputs import TokensPrompt
 
         validate_request(prompts, sampling)
+
+        validate_request(prompts, sampling)
         if not prompts:
             return []
         requests = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
@@ -142,19 +142,8 @@ class VLLMEnginePolicy(Policy):
             )
         return result
 
-    async def generate(
-        self, prompts: list[list[int]], sampling: SamplingSettings
-    ) -> list[Generation]:
-        """Run the whole batch as one ``llm.generate`` call on the worker thread."""
-        validate_request(prompts, sampling)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
 
-    async def aclose(self) -> None:
-        self._executor.shutdown(wait=True)
-
-
-class TRLVLLMPolicy(Policy):
+class TRLVLLMPolicy(ThreadedPolicy):
     """Generate through TRL's own vLLM (``GRPOTrainer(use_vllm=True)``), for a ``rollout_func``.
 
     TRL samples with its ``GRPOConfig`` settings (temperature, top_p, top_k, max_completion_length),
@@ -172,7 +161,7 @@ class TRLVLLMPolicy(Policy):
             )
         self.trainer = trainer
         self.tokenizer = tokenizer if tokenizer is not None else trainer.processing_class
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trl-vllm-policy")
+        self._start_worker("trl-vllm-policy")
 
     def generate_sync(
         self, prompts: list[list[int]], sampling: SamplingSettings
@@ -213,14 +202,3 @@ class TRLVLLMPolicy(Policy):
                 )
             out.append(gen)
         return out
-
-    async def generate(
-        self, prompts: list[list[int]], sampling: SamplingSettings
-    ) -> list[Generation]:
-        """One TRL generate call per batch, on the worker thread."""
-        validate_request(prompts, sampling)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
-
-    async def aclose(self) -> None:
-        self._executor.shutdown(wait=True)
