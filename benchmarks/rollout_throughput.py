@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import statistics
 import time
 from typing import Any
 
-from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer, random_episode_text
+from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer, random_episode
 from rich.console import Console
 from rich.table import Table
 
@@ -34,27 +33,13 @@ APP = "blackjack_env.server.app:app"
 OPENENV_STYLE = "tiny model, one after another, a session each (OpenEnv)"
 
 
-def format_warmup(tokenizer: Any, steps: int = 80) -> Any:
+def warmed_up_model(tokenizer: Any) -> Any:
     """The tiny Llama taught the answer format on random-action games (not a policy)."""
-    import torch
+    from openenv_train.trainers import format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
-    rng = random.Random(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(steps):
-        rows = [tokenizer.encode(random_episode_text(rng)) for _ in range(16)]
-        width = max(map(len, rows))
-        ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-        labels = torch.full((len(rows), width), -100)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            labels[i, : len(r)] = torch.tensor(r)
-        loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return model.eval()
+    format_warmup(model, tokenizer, random_episode, steps=80, batch_size=16, learning_rate=1e-2)
+    return model
 
 
 async def timed_run(engine: RolloutEngine, n: int, group: int) -> dict[str, float]:
@@ -129,7 +114,7 @@ async def bench(urls: list[str], args: argparse.Namespace) -> dict[str, dict[str
         from openenv_train.policy import TransformersPolicy
 
         torch.set_num_threads(1)  # the env servers need the other core
-        model = format_warmup(tok)
+        model = warmed_up_model(tok)
         policy = TransformersPolicy(model, tok)
         n = args.tiny_episodes
         sampled = dict(max_new_tokens=4, temperature=1.0)

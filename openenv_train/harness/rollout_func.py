@@ -24,7 +24,7 @@ from ..rollout.records import (
     MissingRewardError,
     RolloutBatch,
 )
-from ..rollout.sync import LoopThread, _group_size_of
+from ..rollout.sync import engine_rollout_func
 from ..rollout.tokens import TokenCodec
 from .adapters import HarnessAdapter, HarnessRolloutResult, HarnessRunLimits, ModelStep
 from .session import ResourceSession
@@ -130,14 +130,9 @@ class HarnessRunner:
                 f"session.verify() gave no env_reward for row {attempt.row}; the env must score the "
                 "episode (a missing reward is never turned into 0)"
             )
-        return EpisodeRecord(
-            row=attempt.row,
-            group=attempt.group,
-            prompt=attempt.prompt,
-            prompt_ids=result.prompt_ids,
-            completion_ids=result.completion_ids,
-            logprobs=result.logprobs,
-            env_mask=result.env_mask,
+        return EpisodeRecord.of(
+            attempt,
+            result,
             reward=float(verify.env_reward),
             num_turns=result.num_turns,
             metrics={**result.metrics, **verify.metrics, "attempts": attempt.attempt + 1},
@@ -174,40 +169,22 @@ def build_harness_rollout_func(
     ``episode_metrics``; validated (row count, keys, mask lengths, non-empty completions) with
     ``RolloutOutputError``. The function has ``.close()`` and ``.last_batch``.
     """
-    runner = LoopThread(name="openenv-train-harness")
-    holder: dict[str, HarnessRunner] = {}
-
-    def make() -> HarnessRunner:
-        if "runner" not in holder:
-            holder["runner"] = HarnessRunner(
-                session_factory=session_factory,
-                harness_adapter=harness_adapter,
-                policy=policy,
-                model_step=model_step,
-                limits=limits,
-                **runner_kwargs,
-            )
-        return holder["runner"]
-
     if (policy is None) == (model_step is None):
         raise ValueError("pass exactly one of policy= (batched) or model_step= (your own sampler)")
 
-    async def _run(prompts: list[str], g: int) -> RolloutBatch:
-        return await make().run(prompts, g)
+    def make_runner() -> HarnessRunner:
+        return HarnessRunner(
+            session_factory=session_factory,
+            harness_adapter=harness_adapter,
+            policy=policy,
+            model_step=model_step,
+            limits=limits,
+            **runner_kwargs,
+        )
 
-    def rollout_func(prompts: list[str], trainer: Any = None) -> dict[str, Any]:
-        prompts = list(prompts)
-        batch = runner.run(_run(prompts, _group_size_of(trainer, group_size)))
-        rollout_func.last_batch = batch  # type: ignore[attr-defined]
-        return batch.to_trl(
-            reward_key
-        )  # validated; raises GroupsDroppedError rather than invent rows
-
-    def close() -> None:
-        if "runner" in holder:
-            runner.run(holder.pop("runner").aclose())
-        runner.close()
-
-    rollout_func.close = close  # type: ignore[attr-defined]
-    rollout_func.last_batch = None  # type: ignore[attr-defined]
-    return rollout_func
+    return engine_rollout_func(
+        make_runner,
+        group_size=group_size,
+        reward_key=reward_key,
+        thread_name="openenv-train-harness",
+    )

@@ -276,14 +276,9 @@ class RolloutEngine:
         if truncated:
             reward = float(spec.truncation_reward)
         assert reward is not None
-        return EpisodeRecord(
-            row=attempt.row,
-            group=attempt.group,
-            prompt=attempt.prompt,
-            prompt_ids=toks.prompt_ids,
-            completion_ids=toks.completion_ids,
-            logprobs=toks.logprobs,
-            env_mask=toks.env_mask,
+        return EpisodeRecord.of(
+            attempt,
+            toks,
             reward=reward,
             num_turns=turns,
             metrics={

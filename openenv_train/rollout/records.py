@@ -53,6 +53,25 @@ class EpisodeRecord:
     num_turns: int
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls, attempt: Any, tokens: Any, *, reward: float, num_turns: int, metrics: dict[str, Any]
+    ) -> EpisodeRecord:
+        """The record of ``attempt`` (row, group, prompt) from anything holding the episode's
+        ``prompt_ids``, ``completion_ids``, ``logprobs`` and ``env_mask``."""
+        return cls(
+            row=attempt.row,
+            group=attempt.group,
+            prompt=attempt.prompt,
+            prompt_ids=tokens.prompt_ids,
+            completion_ids=tokens.completion_ids,
+            logprobs=tokens.logprobs,
+            env_mask=tokens.env_mask,
+            reward=reward,
+            num_turns=num_turns,
+            metrics=metrics,
+        )
+
 
 @dataclass
 class RolloutBatch:

@@ -54,29 +54,30 @@ def _group_size_of(trainer: Any, group_size: int | None) -> int:
 
 
 def engine_rollout_func(
-    engine_factory: RolloutEngine | Callable[[], RolloutEngine],
+    engine_factory: RolloutEngine | Callable[[], Any],
     *,
     group_size: int | None = None,
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
+    thread_name: str = "openenv-train-rollout",
 ) -> Callable[[list[str], Any], dict[str, Any]]:
     """A TRL ``rollout_func(prompts, trainer)`` backed by one ``RolloutEngine``.
 
     ``engine_factory`` is an engine (built anywhere: it opens nothing until it runs) or a callable
     returning one, called once inside the background loop; either way its sessions and batcher
-    live on that loop, so pooled connections survive between trainer steps.
+    live on that loop, so pooled connections survive between trainer steps. Anything with
+    ``async run(prompts, group_size) -> RolloutBatch`` and ``async aclose()`` serves as an engine
+    (the harness's ``HarnessRunner`` does).
     Dropped groups were already retried ``config.group_retries`` times by the engine; if any still
     fail, :class:`GroupsDroppedError` reaches the trainer: rows are never invented. ``on_batch``
     sees every batch (metrics logging). The function has ``.close()`` and ``.last_batch``.
     """
-    runner = LoopThread()
-    holder: dict[str, RolloutEngine] = {}
+    runner = LoopThread(name=thread_name)
+    holder: dict[str, Any] = {}
 
     async def _run(prompts: list[str], g: int) -> RolloutBatch:
         if "engine" not in holder:
-            engine = (
-                engine_factory if isinstance(engine_factory, RolloutEngine) else engine_factory()
-            )
+            engine = engine_factory if hasattr(engine_factory, "run") else engine_factory()
             holder["engine"] = engine
         return await holder["engine"].run(prompts, g)
 

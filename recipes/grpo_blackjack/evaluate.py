@@ -14,20 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from blackjack_env.game import HIT, STAND, BlackjackGame, basic_strategy, rank_label
-from blackjack_env.text_spec import decision_text, parse_answer
+from blackjack_env.text_spec import decision_text, game_view, parse_answer
 
 from openenv_train.policy.base import SamplingSettings
 from openenv_train.rollout.tokens import TokenCodec
 
 EVAL_BATCH = 4096
-
-
-def _obs(game: BlackjackGame) -> dict[str, Any]:
-    return {
-        "player_total": game.player_total,
-        "soft": game.player_soft,
-        "dealer_upcard": game.dealer_upcard,
-    }
 
 
 def summarize(rewards: Sequence[float], invalid: int = 0) -> dict[str, float]:
@@ -96,7 +88,7 @@ def evaluate_policy(
         ]
         system = [{"role": "system", "content": system_prompt}] if system_prompt else []
         contexts = [
-            codec.prompt_ids([*system, {"role": "user", "content": decision_text(_obs(g))}])
+            codec.prompt_ids([*system, {"role": "user", "content": decision_text(game_view(g))}])
             for g in games
         ]
         result = [0.0] * len(games)
@@ -118,7 +110,7 @@ def evaluate_policy(
                     result[i] = game.reward
                     continue
                 turn = codec.turn_ids(
-                    [{"role": "user", "content": " " + decision_text(_obs(game))}]
+                    [{"role": "user", "content": " " + decision_text(game_view(game))}]
                 )
                 contexts[i] = contexts[i] + list(gen.token_ids) + turn
                 still.append(i)
@@ -149,16 +141,3 @@ def evaluate_via_servers(
 
     rewards = asyncio.run(run())
     return summarize(rewards)
-
-
-def random_episode(rng: random.Random) -> list[tuple[str, str]]:
-    """A well-formed episode with RANDOM actions, as chat turns (the format warm-up's data)."""
-    game = BlackjackGame.deal(rng=random.Random(rng.getrandbits(64)))
-    turns = [("user", decision_text(_obs(game)))]
-    while True:
-        action = rng.choice((HIT, STAND))
-        turns.append(("assistant", "hit" if action == HIT else "stand"))
-        game.apply(action)
-        if game.done:
-            return turns
-        turns.append(("user", " " + decision_text(_obs(game))))

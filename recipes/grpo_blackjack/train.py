@@ -27,10 +27,10 @@ console = Console()
 
 
 def _load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
+    from blackjack_env.text_spec import random_episode
+
     from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
     from openenv_train.trainers.warmup import format_warmup
-
-    from .evaluate import random_episode
 
     m = cfg.model
     if m.path is None:

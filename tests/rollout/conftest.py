@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from bj_checks import APP
-from blackjack_env.text_spec import basic_strategy_answer, random_episode_text
+from blackjack_env.text_spec import basic_strategy_answer, random_episode
 
 from openenv_train.policy.tiny import blackjack_tokenizer, build_tiny_llama
 from openenv_train.rollout import ScriptedPolicy
@@ -37,25 +35,13 @@ def format_model(tokenizer):
     more threads only fight the servers for the 2 cores)."""
     import torch
 
+    from openenv_train.trainers import format_warmup
+
     model = build_tiny_llama(tokenizer, seed=7)
-    rng = random.Random(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        for _ in range(80):
-            rows = [tokenizer.encode(random_episode_text(rng)) for _ in range(16)]
-            width = max(map(len, rows))
-            ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-            labels = torch.full((len(rows), width), -100)
-            for i, r in enumerate(rows):
-                ids[i, : len(r)] = torch.tensor(r)
-                labels[i, : len(r)] = torch.tensor(r)
-            loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        format_warmup(model, tokenizer, random_episode, steps=80, batch_size=16, learning_rate=1e-2)
     torch.set_num_threads(threads)
     return model.eval()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 
 def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_model) -> None:
+    from blackjack_env.text_spec import random_episode
+
     from openenv_train.policy.transformers_policy import TransformersPolicy
     from openenv_train.trainers import format_warmup
-    from recipes.grpo_blackjack.evaluate import (
-        evaluate_policy,
-        evaluate_via_servers,
-        random_episode,
-    )
+    from recipes.grpo_blackjack.evaluate import evaluate_policy, evaluate_via_servers
 
     model, tok = tiny_model
 

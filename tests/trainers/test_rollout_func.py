@@ -43,8 +43,9 @@ def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_f
 
 @pytest.fixture()
 def warmed(tiny_model):
+    from blackjack_env.text_spec import random_episode
+
     from openenv_train.trainers import format_warmup
-    from recipes.grpo_blackjack.evaluate import random_episode
 
     model, tok = tiny_model
     format_warmup(model, tok, random_episode, steps=40, batch_size=32)

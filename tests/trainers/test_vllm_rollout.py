@@ -19,14 +19,13 @@ except Exception as exc:  # a broken install raises more than ImportError
 
 
 def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, tmp_path) -> None:
-    from blackjack_env.text_spec import BlackjackTextSpec
+    from blackjack_env.text_spec import BlackjackTextSpec, random_episode
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
     from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
     from openenv_train.trainers import env_reward, format_warmup, make_rollout_func
-    from recipes.grpo_blackjack.evaluate import random_episode
 
     patch_vllm_for_cpu_weight_sync()
     model, tok = build_blackjack_model()

@@ -46,8 +46,10 @@ def test_episode_ids_match_what_the_engine_records(
 
 
 def test_warmup_teaches_the_format_without_a_policy(tiny_model) -> None:
+    from blackjack_env.text_spec import random_episode
+
     from openenv_train.policy.transformers_policy import TransformersPolicy
-    from recipes.grpo_blackjack.evaluate import evaluate_policy, random_episode
+    from recipes.grpo_blackjack.evaluate import evaluate_policy
 
     model, tok = tiny_model
     policy = TransformersPolicy(model, tok)
@@ -61,7 +63,7 @@ def test_warmup_teaches_the_format_without_a_policy(tiny_model) -> None:
 
 
 def test_random_episodes_are_well_formed() -> None:
-    from recipes.grpo_blackjack.evaluate import random_episode
+    from blackjack_env.text_spec import random_episode
 
     ep = random_episode(random.Random(0))
     assert ep[0][0] == "user" and ep[-1][0] == "assistant"

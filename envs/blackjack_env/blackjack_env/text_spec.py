@@ -60,21 +60,29 @@ def basic_strategy_answer(prompt_text: str) -> str:
     return "hit" if basic_strategy(int(total), soft == "soft", up) == HIT else "stand"
 
 
-def random_episode_text(rng: random.Random) -> str:
-    """One well-formed game with uniformly random actions, exactly as the model would see and write
-    it (``player 12 hard dealer 5 action: hit <eos> player 19 hard dealer 5 action: stand <eos>``):
-    the data of a short format warm-up before GRPO (see blackjack.md)."""
-    game = BlackjackGame.deal(rng=rng)
-    parts = []
-    while not game.done:
-        softness = "soft" if game.player_soft else "hard"
-        parts.append(
-            f"player {game.player_total} {softness} dealer {rank_label(game.dealer_upcard)} action:"
-        )
+def random_episode(rng: random.Random) -> list[tuple[str, str]]:
+    """One well-formed game with uniformly random actions, as chat turns (``("user", env text)``,
+    ``("assistant", "hit"/"stand")``, ...): the data of the short format warm-up before GRPO
+    (``openenv_train.trainers.format_warmup``; see blackjack.md). It teaches the format, not a
+    policy."""
+    game = BlackjackGame.deal(rng=random.Random(rng.getrandbits(64)))
+    turns = [("user", decision_text(game_view(game)))]
+    while True:
         action = rng.choice((HIT, STAND))
-        parts.append("hit <eos>" if action == HIT else "stand <eos>")
+        turns.append(("assistant", "hit" if action == HIT else "stand"))
         game.apply(action)
-    return " ".join(parts)
+        if game.done:
+            return turns
+        turns.append(("user", " " + decision_text(game_view(game))))
+
+
+def game_view(game: BlackjackGame) -> dict[str, Any]:
+    """The observation fields a prompt shows, read straight from an in-process game."""
+    return {
+        "player_total": game.player_total,
+        "soft": game.player_soft,
+        "dealer_upcard": game.dealer_upcard,
+    }
 
 
 class BlackjackTextSpec(TextEnvSpec):
