@@ -38,7 +38,15 @@ def warmed_up_model(tokenizer: Any) -> Any:
     from openenv_train.trainers import format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
-    format_warmup(model, tokenizer, random_episode, steps=80, batch_size=16, learning_rate=1e-2)
+    format_warmup(
+        model,
+        tokenizer,
+        random_episode,
+        steps=80,
+        batch_size=16,
+        learning_rate=1e-2,
+        loss_on="answers",
+    )
     return model
 
 

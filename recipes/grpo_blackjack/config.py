@@ -29,6 +29,8 @@ class TinyModel(_Strict):
     num_layers: int = Field(2, ge=1)
     num_heads: int = Field(2, ge=1)
     intermediate_size: int | None = Field(None, ge=1)
+    #: std of the random initial weights (transformers' ``initializer_range``, 0.02 by default)
+    init_std: float = Field(0.02, gt=0)
     seed: int = 0
 
 
@@ -41,6 +43,9 @@ class ModelSection(_Strict):
     warmup_steps: int = Field(300, ge=0)
     warmup_batch_size: int = Field(64, ge=1)
     warmup_learning_rate: float = Field(3e-3, gt=0)
+    #: "all": the warm-up also predicts the env's text, so the model learns to read the state
+    #: (see openenv_train.trainers.warmup); "answers": answer tokens only.
+    warmup_loss_on: Literal["all", "answers"] = "all"
     chat_template_kwargs: dict[str, Any] = Field(
         default_factory=dict
     )  # e.g. {enable_thinking: false}

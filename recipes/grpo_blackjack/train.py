@@ -40,6 +40,7 @@ def _load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
             num_layers=t.num_layers,
             num_heads=t.num_heads,
             intermediate_size=t.intermediate_size,
+            initializer_range=t.init_std,
             seed=t.seed,
         )
     elif m.hub:
@@ -73,6 +74,7 @@ def _load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
             batch_size=m.warmup_batch_size,
             learning_rate=m.warmup_learning_rate,
             seed=cfg.seed,
+            loss_on=m.warmup_loss_on,
         )
         secs = time.perf_counter() - t0
         console.print(
@@ -203,6 +205,10 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         )
 
     base = baselines(ev.hands, ev.seed)
+    # periodic evals use other hands than the final eval, so watching them selects nothing; the
+    # curve stays on these validation hands throughout, beside baselines played on the same hands
+    val_seed = ev.seed + 10_000_000
+    val_base = baselines(ev.periodic_hands, val_seed)
     t0 = time.perf_counter()
     before = greedy(ev.hands)
     console.print(f"eval before training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
@@ -254,7 +260,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             progress.set_status(episodes=episodes["n"])
 
     rollout_func = make_rollout_func(spec, urls, config=rollout_cfg, on_batch=on_batch)
-    curve: list[tuple[int, dict[str, float]]] = [(0, {**before})]
+    curve: list[tuple[int, dict[str, float]]] = [(0, greedy(ev.periodic_hands, seed=val_seed))]
     best: dict[str, Any] = {}
 
     def on_eval(step: int, m: dict[str, float]) -> None:
@@ -272,9 +278,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 f"step {step}: greedy win {m['win']:.1%}, mean return {m['mean_return']:+.3f}"
             )
 
-    # periodic evals use other hands than the final eval, so watching them selects nothing
     periodic = PeriodicEvalCallback(
-        lambda _m: greedy(ev.periodic_hands, seed=ev.seed + 10_000_000), ev.every, on_eval
+        lambda _m: greedy(ev.periodic_hands, seed=val_seed), ev.every, on_eval
     )
     callbacks = [metrics, periodic] + ([progress] if progress is not None else [])
     g = cfg.grpo
@@ -326,8 +331,6 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     metrics.write("eval_after", final_step, {**last, "which": "last"})
     if after is not last:
         metrics.write("eval_after", best["step"], {**after, "which": "best"})
-    if curve and curve[-1][0] == final_step:  # the curve ends on the big final eval
-        curve[-1] = (final_step, {**curve[-1][1], **last})
     console.print(
         _table(f"after {final_step} GRPO steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
     )
@@ -337,8 +340,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     png = plot_learning_curve(
         curve,
         out / "curve.png",
-        baselines={k: base[k] for k in ("always stand", "basic strategy")},
-        title=f"GRPO BlackJack ({cfg.name})",
+        baselines={k: val_base[k] for k in ("always stand", "basic strategy")},
+        title=f"GRPO BlackJack ({cfg.name}): greedy play on {ev.periodic_hands:,} validation hands",
     )
     summary = {
         "name": cfg.name,
@@ -347,7 +350,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         "after_last": last,
         "saved_step": best["step"] if after is not last else final_step,
         "baselines": base,
-        "curve": [{"step": s, **m} for s, m in curve],
+        "curve": [{"step": s, **m} for s, m in curve],  # on the validation hands
+        "validation_baselines": val_base,
         "episodes": episodes["n"],
         "train_seconds": round(train_s, 1),
         "wall_seconds": round(time.perf_counter() - t_start, 1),

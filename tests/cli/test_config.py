@@ -41,6 +41,8 @@ def test_shipped_configs_parse() -> None:
         ({"recipe": "chess"}, ["recipe"]),
         ({"model": {"path": "/no/such/model"}}, ["model.path", "/no/such/model", "config.json"]),
         ({"eval": {"hands": 0}}, ["eval.hands"]),
+        ({"model": {"warmup_loss_on": "prompts"}}, ["model.warmup_loss_on"]),
+        ({"model": {"tiny": {"init_std": 0}}}, ["model.tiny.init_std"]),
     ],
 )
 def test_bad_values_are_named(data: dict, needles: list[str]) -> None:
@@ -67,3 +69,13 @@ def test_load_config_errors(tmp_path: Path) -> None:
     seq.write_text(yaml.safe_dump([1, 2]))
     with pytest.raises(ConfigError, match="mapping"):
         load_config(seq)
+
+
+@pytest.mark.parametrize("init_std", [0.02, 0.1])
+def test_the_tiny_model_is_built_with_the_configured_init_std(init_std: float) -> None:
+    from recipes.grpo_blackjack.train import _load_model
+
+    cfg = parse_config({"model": {"warmup_steps": 0, "tiny": {"init_std": init_std}}})
+    model, _tok = _load_model(cfg, lambda *a: None)
+    std = float(model.get_input_embeddings().weight.std())
+    assert abs(std - init_std) < 0.2 * init_std, std

@@ -42,6 +42,14 @@ def format_model(tokenizer):
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        format_warmup(model, tokenizer, random_episode, steps=80, batch_size=16, learning_rate=1e-2)
+        format_warmup(
+            model,
+            tokenizer,
+            random_episode,
+            steps=80,
+            batch_size=16,
+            learning_rate=1e-2,
+            loss_on="answers",
+        )
     torch.set_num_threads(threads)
     return model.eval()

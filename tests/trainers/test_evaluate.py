@@ -25,7 +25,7 @@ def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_mod
                 turns.append((role, text))
         return turns
 
-    format_warmup(model, tok, hit_below_15, steps=60, batch_size=32, seed=7)
+    format_warmup(model, tok, hit_below_15, steps=60, batch_size=32, seed=7, loss_on="answers")
     policy = TransformersPolicy(model, tok)
     local = evaluate_policy(policy, 300, seed=4242)
     remote = evaluate_via_servers(policy, blackjack_servers, 300, seed=4242)

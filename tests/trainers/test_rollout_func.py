@@ -48,7 +48,7 @@ def warmed(tiny_model):
     from openenv_train.trainers import format_warmup
 
     model, tok = tiny_model
-    format_warmup(model, tok, random_episode, steps=40, batch_size=32)
+    format_warmup(model, tok, random_episode, steps=40, batch_size=32, loss_on="answers")
     return model, tok
 
 

@@ -29,7 +29,7 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
 
     patch_vllm_for_cpu_weight_sync()
     model, tok = build_blackjack_model()
-    format_warmup(model, tok, random_episode, steps=40, batch_size=32)
+    format_warmup(model, tok, random_episode, steps=40, batch_size=32, loss_on="answers")
     model.save_pretrained(tmp_path / "model")
     tok.save_pretrained(tmp_path / "model")
     model, tok = load_tiny_model(tmp_path / "model")
