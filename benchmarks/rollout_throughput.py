@@ -35,18 +35,10 @@ OPENENV_STYLE = "tiny model, one after another, a session each (OpenEnv)"
 
 def warmed_up_model(tokenizer: Any) -> Any:
     """The tiny Llama taught the answer format on random-action games (not a policy)."""
-    from openenv_train.trainers import format_warmup
+    from openenv_train.trainers import quick_format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
-    format_warmup(
-        model,
-        tokenizer,
-        random_episode,
-        steps=80,
-        batch_size=16,
-        learning_rate=1e-2,
-        loss_on="answers",
-    )
+    quick_format_warmup(model, tokenizer, random_episode)
     return model
 
 

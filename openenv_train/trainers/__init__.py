@@ -13,7 +13,7 @@ from .callbacks import (
 from .environment import EnvSessionBase, list_server_tools, make_environment_class, tool_method
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_rollout_func, policy_for_trainer
-from .warmup import WarmupResult, episode_ids, format_warmup
+from .warmup import WarmupResult, episode_ids, format_warmup, quick_format_warmup
 
 __all__ = [
     "EnvSessionBase",
@@ -25,6 +25,7 @@ __all__ = [
     "episode_ids",
     "format_reward",
     "format_warmup",
+    "quick_format_warmup",
     "list_server_tools",
     "make_environment_class",
     "make_format_reward",

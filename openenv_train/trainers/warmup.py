@@ -123,3 +123,19 @@ def format_warmup(
             on_step(step, last)
     model.eval()
     return WarmupResult(steps=steps, first_loss=first, final_loss=last)
+
+
+def quick_format_warmup(
+    model: Any, tokenizer: Any, sample_episode: Callable[[random.Random], Turns]
+) -> WarmupResult:
+    """80 fast steps on answers only: a model that answers in format within ~2 s, for tests and
+    benchmarks that need multi-turn episodes (not a start for training; see ``loss_on``)."""
+    return format_warmup(
+        model,
+        tokenizer,
+        sample_episode,
+        steps=80,
+        batch_size=16,
+        learning_rate=1e-2,
+        loss_on="answers",
+    )

@@ -35,21 +35,13 @@ def format_model(tokenizer):
     more threads only fight the servers for the 2 cores)."""
     import torch
 
-    from openenv_train.trainers import format_warmup
+    from openenv_train.trainers import quick_format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        format_warmup(
-            model,
-            tokenizer,
-            random_episode,
-            steps=80,
-            batch_size=16,
-            learning_rate=1e-2,
-            loss_on="answers",
-        )
+        quick_format_warmup(model, tokenizer, random_episode)
     torch.set_num_threads(threads)
     return model.eval()
