@@ -45,10 +45,10 @@ def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_f
 def warmed(tiny_model):
     from blackjack_env.text_spec import random_episode
 
-    from openenv_train.trainers import format_warmup
+    from openenv_train.trainers import quick_format_warmup
 
     model, tok = tiny_model
-    format_warmup(model, tok, random_episode, steps=40, batch_size=32, loss_on="answers")
+    quick_format_warmup(model, tok, random_episode)
     return model, tok
 
 

@@ -25,11 +25,11 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
 
     from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
     from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
-    from openenv_train.trainers import env_reward, format_warmup, make_rollout_func
+    from openenv_train.trainers import env_reward, make_rollout_func, quick_format_warmup
 
     patch_vllm_for_cpu_weight_sync()
     model, tok = build_blackjack_model()
-    format_warmup(model, tok, random_episode, steps=40, batch_size=32, loss_on="answers")
+    quick_format_warmup(model, tok, random_episode)
     model.save_pretrained(tmp_path / "model")
     tok.save_pretrained(tmp_path / "model")
     model, tok = load_tiny_model(tmp_path / "model")
