@@ -1,6 +1,7 @@
 """Clients for env servers: async ``EnvClient`` (+ ``.sync()``), ``GenericEnvClient``, ``MCPToolClient``.
 
-Imports nothing from ``openenv_train.runtime`` at import time (``from_local`` imports it lazily).
+Imports nothing from ``openenv_train.runtime``: ``EnvClient.from_provider(provider)`` starts and
+connects to a server through any provider (``runtime.LocalProcessProvider``, a container...).
 """
 
 from .base import (
