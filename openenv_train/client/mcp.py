@@ -119,6 +119,8 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
             raise ToolCallError(name, obs.error.error_type, obs.error.message)
         if isinstance(obs.result, dict) and obs.result.get("is_error"):
             raise ToolCallError(
-                name, ToolErrorType.EXECUTION_ERROR, str(unwrap_tool_result({**obs.result, "data": None}))
+                name,
+                ToolErrorType.EXECUTION_ERROR,
+                str(unwrap_tool_result({**obs.result, "data": None})),
             )
         return unwrap_tool_result(obs.result)

@@ -106,9 +106,10 @@ def test_http_routes(echo_url):
 
 async def test_echo_code_never_hops_to_a_worker_thread(monkeypatch):
     """What the echo env's docstring promises: tools and the reward hook run on the event loop."""
-    import openenv_train.server.mcp as server_mcp
     from echo_env import CallToolAction
     from echo_env.server.environment import EchoEnvironment
+
+    import openenv_train.server.mcp as server_mcp
 
     def no_hop(*args, **kwargs):
         raise AssertionError("echo_env code was sent to a worker thread")

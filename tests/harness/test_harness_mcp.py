@@ -64,15 +64,21 @@ def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, ch
     )
     try:
         out = func(["call the echo tool"] * 4, None)
+        first = func.last_batch
+        func(["call the echo tool"] * 4, None)
     finally:
         func.close()
     assert len(out["completion_ids"]) == 4
     assert (
         out["env_reward"] == [pytest.approx(1.1)] * 4
     )  # the env's own reward: len("hello world") / 10
-    assert policy.calls == 2  # 4 sessions x 2 turns, batched into one call per turn
-    batch = func.last_batch
-    assert batch.metrics["policy_calls"] == 2 and batch.metrics["mean_batch_size"] == 4
+    assert policy.calls == 4  # 4 sessions x 2 turns, batched into one call per turn, twice
+    for batch in (first, func.last_batch):  # per run, as the engine counts them
+        assert batch.metrics["policy_calls"] == 2 and batch.metrics["mean_batch_size"] == 4
+    # the episode metrics every runner reports, with the engine's names and meanings
+    m = out["episode_metrics"][0]
+    assert m["turns"] == 2 and m["stop_reason"] == "no_tool_call" and m["truncated"] == 0
+    assert m["model_tokens"] + m["env_tokens"] == len(out["completion_ids"][0])
     for prompt_ids, ids, mask, metrics in zip(
         out["prompt_ids"],
         out["completion_ids"],

@@ -22,6 +22,8 @@ async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):
     for rec in batch.records:
         check_blackjack_record(rec, tokenizer)
         assert rec.metrics["invalid_actions"] == 0
+        assert rec.metrics["stop_reason"] == "done" and rec.metrics["truncated"] == 0
+        assert rec.metrics["turns"] == rec.num_turns
         # the scripted policy plays basic strategy on exactly the text the model saw
         context = rec.prompt_ids
         for mask, ids in segments(rec):
