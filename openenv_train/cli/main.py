@@ -17,18 +17,11 @@ from pathlib import Path
 
 import yaml
 
-from .recipes import Recipe, RecipeError, get_recipe
+from .recipes import RecipeError, get_recipe
 
 
 class CLIError(Exception):
     """A user mistake on the command line; printed without a traceback, exit status 2."""
-
-
-def _recipe(name: str) -> Recipe:
-    try:
-        return get_recipe(name)
-    except RecipeError as err:
-        raise CLIError(str(err)) from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -46,12 +39,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"config: {path} must be a YAML mapping whose 'recipe:' key names a recipe "
             "(e.g. recipe: grpo_blackjack)"
         )
-    recipe = _recipe(raw["recipe"])
+    recipe = get_recipe(raw["recipe"])
     try:
         cfg = recipe.load_config(path)
     except ValueError as err:
         raise CLIError(str(err)) from None
     if args.max_steps is not None:
+        if not hasattr(getattr(cfg, "grpo", None), "max_steps"):
+            raise CLIError(f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps setting")
         cfg.grpo.max_steps = args.max_steps
     if args.name is not None:
         cfg.name = args.name
@@ -87,7 +82,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"recipe: {model_dir} is not inside a training run folder that names its recipe; "
             "pass --recipe NAME"
         )
-    recipe = _recipe(name)
+    recipe = get_recipe(name)
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
     recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
@@ -128,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CLIError as err:
+    except (CLIError, RecipeError) as err:
         print(f"openenv-train {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

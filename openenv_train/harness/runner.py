@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..core.errors import InfrastructureError
@@ -59,7 +60,7 @@ class HarnessRunner(EpisodeRunner):
     ) -> None:
         if policy is not None and model_step is not None:
             raise ValueError("pass policy= (batched) or model_step= (your own sampler), not both")
-        super().__init__(config or TOOL_CALLING, policy)
+        super().__init__(config or replace(TOOL_CALLING), policy)  # a copy: configs are mutable
         self.session_factory = session_factory
         self.adapter = harness_adapter
         if self.batcher is not None and self.codec is not None:
