@@ -13,9 +13,10 @@ import statistics
 import time
 
 import torch
+from blackjack_env.text_spec import VOCABULARY
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
-from openenv_train.policy.tiny import build_blackjack_model
+from openenv_train.policy.tiny import build_tiny_model
 
 
 def blackjack_prompts(tok, n: int, seed: int = 0) -> list[list[int]]:
@@ -40,7 +41,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model, tok = build_blackjack_model(seed=1)
+    model, tok = build_tiny_model(VOCABULARY, seed=1)
     policy = TransformersPolicy(
         model, tok, max_batch_size=max(args.batch, 1), num_threads=args.threads
     )

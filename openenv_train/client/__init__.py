@@ -1,18 +1,13 @@
 """Clients for env servers: async ``EnvClient`` (+ ``.sync()``), ``GenericEnvClient``, ``MCPToolClient``.
 
-Imports nothing from ``openenv_train.runtime`` at import time (``from_local`` imports it lazily).
+Imports nothing from ``openenv_train.runtime``: ``EnvClient.from_provider(provider)`` starts and
+connects to a server through any provider (``runtime.LocalProcessProvider``, a container...).
 """
 
-from .base import (
-    EnvClient,
-    ServerProvider,
-    ServerUnreachableError,
-    UnexpectedFrameError,
-    to_ws_url,
-)
+from .base import EnvClient, ServerProvider, ServerUnreachableError, UnexpectedFrameError
 from .generic import GenericEnvClient, GenericObservation
 from .mcp import MCPToolClient, ToolCallError
-from .sync import SyncEnvClient, run_sync
+from .sync import SyncEnvClient
 
 __all__ = [
     "EnvClient",
@@ -24,6 +19,4 @@ __all__ = [
     "SyncEnvClient",
     "ToolCallError",
     "UnexpectedFrameError",
-    "run_sync",
-    "to_ws_url",
 ]

@@ -42,8 +42,6 @@ _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", Non
 _STATE_TEXT = json.dumps(wire.STATE_FRAME)
 _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
-#: Keyword arguments of ``EnvClient.__init__`` (``from_local`` routes the rest to the provider).
-CLIENT_KWARGS = frozenset({"timeout", "connect_timeout", "max_message_size", "ping_interval"})
 
 ClientT = TypeVar("ClientT", bound="EnvClient[Any, Any, Any]")
 
@@ -57,7 +55,11 @@ class ServerUnreachableError(ConnectionLostError):
 
 
 class ServerProvider(Protocol):
-    """What ``from_provider`` needs: ``openenv_train.runtime.LocalProcessProvider`` fits."""
+    """What ``from_provider`` needs: a server someone can start and stop.
+
+    This is the client's only hook into runtimes: the client never imports one. Every provider
+    of ``openenv_train.runtime`` fits (``LocalProcessProvider`` for a local process).
+    """
 
     @property
     def base_url(self) -> str | None: ...
@@ -158,6 +160,11 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         """True while a session is open."""
         return self._ws is not None
 
+    @property
+    def bound_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the open session belongs to (its socket works on that loop only)."""
+        return self._loop if self._ws is not None else None
+
     async def connect(self: ClientT) -> ClientT:
         """Open the session (a no-op if one is open). ``async with`` calls this."""
         if self._ws is None:
@@ -253,23 +260,13 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         return client
 
     @classmethod
-    async def from_local(cls: type[ClientT], app: str, **kwargs: Any) -> ClientT:
-        """Serve ``app`` (``"pkg.server.app:app"``) in a local subprocess and connect to it.
-
-        ``timeout``/``connect_timeout``/``max_message_size``/``ping_interval`` go to the client,
-        everything else to ``LocalProcessProvider``.
-        """
-        from ..runtime import LocalProcessProvider  # lazy: client must not import runtime
-
-        client_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in CLIENT_KWARGS}
-        return await cls.from_provider(LocalProcessProvider(app, **kwargs), **client_kwargs)
-
-    @classmethod
-    def from_local_sync(cls: type[ClientT], app: str, **kwargs: Any) -> SyncEnvClient:
-        """Blocking twin of ``from_local``: ``with BlackjackEnv.from_local_sync(app) as env:``."""
+    def from_provider_sync(
+        cls: type[ClientT], provider: ServerProvider, **kwargs: Any
+    ) -> SyncEnvClient:
+        """Blocking twin of ``from_provider``: ``with Env.from_provider_sync(provider) as env:``."""
         from .sync import SyncEnvClient, run_sync
 
-        return SyncEnvClient(run_sync(cls.from_local(app, **kwargs)))
+        return SyncEnvClient(run_sync(cls.from_provider(provider, **kwargs)))
 
     # ---- transport -----------------------------------------------------------------------
 

@@ -39,8 +39,14 @@ def _tool(data: dict[str, Any]) -> Tool:
     )
 
 
-def _unwrap(result: Any) -> Any:
-    """A FastMCP ``CallToolResult`` (as a dict) -> its value; anything else as is."""
+def unwrap_tool_result(result: Any) -> Any:
+    """A tool's value from a ``CallToolObservation.result``; the one unwrapper every caller uses.
+
+    FastMCP servers (OpenEnv's) send a ``CallToolResult`` dict (``content``, ``data``,
+    ``structured_content``): its ``data``, else the structured result, else the joined text
+    (``None`` when there is none). Anything else (our servers send the bare value) is returned
+    as is.
+    """
     if not (isinstance(result, dict) and "content" in result and "data" in result):
         return result
     if result.get("data") is not None:
@@ -113,6 +119,8 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
             raise ToolCallError(name, obs.error.error_type, obs.error.message)
         if isinstance(obs.result, dict) and obs.result.get("is_error"):
             raise ToolCallError(
-                name, ToolErrorType.EXECUTION_ERROR, str(_unwrap({**obs.result, "data": None}))
+                name,
+                ToolErrorType.EXECUTION_ERROR,
+                str(unwrap_tool_result({**obs.result, "data": None})),
             )
-        return _unwrap(obs.result)
+        return unwrap_tool_result(obs.result)

@@ -66,7 +66,7 @@ class SyncEnvClient(Generic[ActT, ObsT, StateT]):
     """
 
     def __init__(self, client: EnvClient[ActT, ObsT, StateT]) -> None:
-        if client.connected and client._loop is not _loop:
+        if client.connected and client.bound_loop is not _loop:
             raise RuntimeError(
                 "call .sync() before connecting: the session's socket belongs to the loop that "
                 "opened it"

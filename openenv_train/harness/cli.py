@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import InfrastructureError
-from .adapters import HarnessAdapter, HarnessRolloutResult, HarnessRunLimits, ToolTraceEntry
+from ..rollout.episode import RolloutConfig
+from .adapters import HarnessAdapter, HarnessRolloutResult, ToolTraceEntry
 from .session import ResourceSession, to_text
 
 
@@ -42,7 +43,7 @@ class CLIHarnessAdapter(HarnessAdapter):
         self.cwd = cwd
 
     async def run_black_box(
-        self, session: ResourceSession, limits: HarnessRunLimits
+        self, session: ResourceSession, config: RolloutConfig
     ) -> HarnessRolloutResult:
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -58,13 +59,13 @@ class CLIHarnessAdapter(HarnessAdapter):
         out = HarnessRolloutResult()
         stderr_task = asyncio.ensure_future(proc.stderr.read())  # type: ignore[union-attr]
         try:
-            await asyncio.wait_for(self._serve(proc, session, out), limits.episode_timeout_s)
-            code = await asyncio.wait_for(proc.wait(), limits.episode_timeout_s)
+            await asyncio.wait_for(self._serve(proc, session, out), config.episode_timeout_s)
+            code = await asyncio.wait_for(proc.wait(), config.episode_timeout_s)
         except asyncio.TimeoutError:
             proc.kill()
             await proc.wait()
             raise HarnessProcessError(
-                f"harness {self.command!r} ran past episode_timeout_s={limits.episode_timeout_s} and was killed"
+                f"harness {self.command!r} ran past episode_timeout_s={config.episode_timeout_s} and was killed"
             ) from None
         finally:
             if proc.returncode is None:

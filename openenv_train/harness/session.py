@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..client.mcp import unwrap_tool_result
 from ..core.errors import EnvServerError, InfrastructureError
 from ..core.mcp import (
     RESERVED_TOOL_NAMES,
@@ -215,16 +216,6 @@ class StepEnvSessionAdapter(_ClientSession):
             await self.client.close()
 
 
-def _unwrap_tool_result(result: Any) -> Any:
-    """A FastMCP ``CallToolResult`` dict -> its value; anything else unchanged."""
-    if isinstance(result, dict) and "content" in result and "data" in result:
-        if result.get("data") is not None:
-            return result["data"]
-        texts = [c.get("text", "") for c in result.get("content") or [] if isinstance(c, dict)]
-        return "".join(texts)
-    return result
-
-
 class MCPEnvSession(_ClientSession):
     """An env with MCP tools over ``/ws`` (``MCPToolClient``, e.g. ``echo_env.EchoEnv``) as a session.
 
@@ -284,9 +275,10 @@ class MCPEnvSession(_ClientSession):
                     if isinstance(obs, CallToolObservation) and obs.error
                     else None
                 )
-                data = _unwrap_tool_result(getattr(obs, "result", None))
-                if isinstance(data, dict) and data.get("is_error"):
-                    error, data = to_text(data), None
+                raw = getattr(obs, "result", None)
+                data = unwrap_tool_result(raw)
+                if isinstance(raw, dict) and raw.get("is_error"):  # the tool raised
+                    error, data = to_text(unwrap_tool_result({**raw, "data": None})), None
                 result = ToolResult(data=data, done=bool(step.done), reward=reward, error=error)
         self.calls.append((name, dict(arguments), result))
         return result

@@ -2,7 +2,7 @@
 
 One HTTP request per batch: the prompts go as token-id lists, and the request asks for
 ``"logprobs": 1, "return_token_ids": true`` so the reply carries each choice's sampled
-``token_ids`` and ``logprobs.token_logprobs`` (vLLM's extensions; see /work/shared/vllm.md).
+``token_ids`` and ``logprobs.token_logprobs`` (vLLM's extensions to the OpenAI API).
 Which logprobs a server reports is its own setting: vLLM's default ``raw_logprobs`` is the
 model's distribution before temperature/top-k/top-p; start it with
 ``--logprobs-mode processed_logprobs`` to get the sampling distribution.

@@ -1,8 +1,9 @@
-"""Tiny, locally built tokenizers and Llama models, for tests, CI and the CPU recipe.
+"""Tiny, locally built tokenizers and Llama models, for tests, CI and CPU recipes.
 
-Nothing here touches a model hub: the tokenizer is a word-level ``tokenizers`` model trained on
-(or listed from) the env's own words and wrapped as a ``PreTrainedTokenizerFast``; the model is a
-randomly initialised ``LlamaForCausalLM``. Llama (not Qwen2) on purpose: for a ``qwen2`` folder
+Nothing here touches a model hub or knows a game: the tokenizer is a word-level ``tokenizers``
+model over a vocabulary the env package provides (``TextEnvSpec.vocabulary``, e.g.
+``blackjack_env.text_spec.VOCABULARY``) or read from its text, wrapped as a
+``PreTrainedTokenizerFast``; the model is a randomly initialised ``LlamaForCausalLM``. Llama (not Qwen2) on purpose: for a ``qwen2`` folder
 ``AutoTokenizer`` (and so vLLM and TRL given only a path) rebuilds a Qwen2Tokenizer that silently
 mis-tokenizes a local vocabulary; for a ``llama`` folder saved from here it loads the same
 tokenizer back (the tests check both). Heads are sized so that ``head_dim >= 32``, the smallest
@@ -18,19 +19,6 @@ from typing import Any
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, EOS, UNK)
-
-#: BlackJack words after the special tokens (see /work/shared/blackjack.md): 41 tokens in all.
-BLACKJACK_WORDS: tuple[str, ...] = (
-    "player",
-    "dealer",
-    "soft",
-    "hard",
-    "action:",
-    "hit",
-    "stand",
-    "A",
-    *(str(n) for n in range(2, 32)),
-)
 
 #: Joins message contents with single spaces; an assistant turn ends with the EOS token, the
 #: format the policy is trained to emit (``hit<eos>``). ``add_generation_prompt`` adds nothing:
@@ -104,13 +92,6 @@ def build_word_tokenizer(
     return tokenizer
 
 
-def blackjack_tokenizer() -> Any:
-    """The 41-token BlackJack vocabulary: ``<pad> <eos> <unk> player dealer soft hard action: hit
-    stand A 2 .. 31``. Enough for prompts like ``player 15 soft dealer A action:`` and answers
-    ``hit<eos>`` / ``stand<eos>`` (totals reach 31 at most: 21 + a ten-valued card)."""
-    return build_word_tokenizer(BLACKJACK_WORDS)
-
-
 def build_tiny_llama(
     tokenizer: Any,
     *,
@@ -125,8 +106,8 @@ def build_tiny_llama(
 ) -> Any:
     """A randomly initialised ``LlamaForCausalLM`` (fp32, eval mode) sized for ``tokenizer``.
 
-    Defaults give ~85k parameters (hidden 64, 2 layers, 2 heads of 32, MLP 128, tied
-    embeddings), the size that learns BlackJack's basic strategy on a CPU in minutes. ``seed``
+    Defaults give ~85k parameters with a 41-word vocabulary (hidden 64, 2 layers, 2 heads of 32,
+    MLP 128, tied embeddings), the size that learns BlackJack's basic strategy on a CPU in minutes. ``seed``
     makes the weights reproducible without touching the global torch RNG.
     """
     import torch
@@ -177,8 +158,9 @@ def save_tiny_model(model: Any, tokenizer: Any, directory: str | Path) -> Path:
 
 
 def load_tiny_tokenizer(directory: str | Path) -> Any:
-    """Load the tokenizer with ``PreTrainedTokenizerFast`` (never a model-type specific class that
-    could rebuild a different tokenizer from the vocabulary; see /work/shared/trl.md)."""
+    """Load the tokenizer with ``PreTrainedTokenizerFast``, never a model-type specific class:
+    ``AutoTokenizer`` on a ``qwen2`` folder rebuilds a ``Qwen2Tokenizer`` that splits a locally
+    trained vocabulary differently ("player" -> "play", "er"), so rewards stay flat."""
     from transformers import PreTrainedTokenizerFast
 
     path = Path(directory)
@@ -201,12 +183,13 @@ def load_tiny_model(directory: str | Path, *, dtype: Any = None) -> tuple[Any, A
     return model.eval(), tokenizer
 
 
-def build_blackjack_model(
-    directory: str | Path | None = None, **model_kwargs: Any
+def build_tiny_model(
+    vocabulary: Iterable[str], directory: str | Path | None = None, **model_kwargs: Any
 ) -> tuple[Any, Any]:
-    """The default BlackJack pair: :func:`blackjack_tokenizer` + :func:`build_tiny_llama`; saved to
-    ``directory`` when given."""
-    tokenizer = blackjack_tokenizer()
+    """``(model, tokenizer)``: :func:`build_word_tokenizer` over ``vocabulary`` (an env's
+    ``TextEnvSpec.vocabulary``) and :func:`build_tiny_llama` for it; saved to ``directory`` when
+    given."""
+    tokenizer = build_word_tokenizer(vocabulary)
     model = build_tiny_llama(tokenizer, **model_kwargs)
     if directory is not None:
         save_tiny_model(model, tokenizer, directory)

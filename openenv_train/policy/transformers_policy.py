@@ -88,17 +88,6 @@ class TransformersPolicy(ThreadedPolicy):
 
             torch.set_num_threads(self.num_threads)
 
-    @classmethod
-    def from_trainer(cls, trainer: Any, **kwargs: Any) -> TransformersPolicy:
-        """Sample from a (TRL/transformers) trainer's live model: same object, weights updated
-        in place by each optimiser step, tokenizer from ``trainer.processing_class``."""
-        model = trainer.model
-        accelerator = getattr(trainer, "accelerator", None)
-        if accelerator is not None:
-            model = accelerator.unwrap_model(model)
-        kwargs.setdefault("device", None)  # leave the model where the trainer put it
-        return cls(model, trainer.processing_class, **kwargs)
-
     def set_model(self, model: Any) -> None:
         """Point the policy at ``model`` (by reference; moved to ``device`` if it is elsewhere)."""
         if self.device is not None and str(next(model.parameters()).device) != str(self.device):

@@ -28,6 +28,9 @@ class TextEnvSpec(ABC):
     truncation_reward: float = -1.0
     #: Role used for env text appended after a model turn when a chat template is applied.
     env_role: str = "user"
+    #: Every word the env's text and the valid answers use: enough for a word-level tokenizer
+    #: (``openenv_train.policy.tiny.build_tiny_model``). Empty when the spec does not say.
+    vocabulary: tuple[str, ...] = ()
 
     def make_client(
         self, base_url: str, *, timeout: float = 30.0, connect_timeout: float = 10.0

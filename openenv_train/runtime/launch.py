@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
-import importlib
 import os
 import signal
 import socket
@@ -39,16 +38,6 @@ def _watchdog(parent_pid: int, interval: float = 0.25) -> None:
         time.sleep(interval)
 
 
-def _ws_impl() -> str:
-    """The WebSocket implementation ``openenv_train.server`` prefers, if it names one."""
-    try:
-        server = importlib.import_module("openenv_train.server")
-    except Exception:
-        return "auto"
-    pref = getattr(server, "DEFAULT_WS_IMPL", None)
-    return pref if isinstance(pref, str) and pref else "auto"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="openenv_train.runtime.launch", description=__doc__)
     parser.add_argument(
@@ -59,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, default=None, help="an already bound listening socket")
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument(
-        "--ws", default=None, help="uvicorn ws implementation (default: server's choice)"
+        "--ws", default=None, help="a uvicorn ws implementation instead of the server's own"
     )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
@@ -74,16 +63,17 @@ def main(argv: list[str] | None = None) -> int:
 
     import uvicorn
 
+    from openenv_train.server.serve import uvicorn_kwargs  # the settings ``serve()`` uses
+
+    overrides = {"ws": args.ws} if args.ws else {}
     config = uvicorn.Config(
         args.app,
         host=args.host,
         port=args.port or 0,
-        ws=args.ws or _ws_impl(),
-        log_level=args.log_level,
         access_log=False,
         lifespan="auto",
         timeout_graceful_shutdown=2,
-        ws_per_message_deflate=False,
+        **uvicorn_kwargs(log_level=args.log_level, **overrides),
     )
     server = uvicorn.Server(config)
     sockets = None

@@ -1,9 +1,4 @@
-"""The ``Environment`` base class env authors subclass.
-
-An env may implement ``reset``/``step``/``state``/``close`` as plain methods or as coroutines
-(``async def``). The server calls coroutines on the event loop and runs plain methods in a worker
-thread, so a slow sync env never stalls other sessions.
-"""
+"""The ``Environment`` base class env authors subclass; its docstring is the env contract."""
 
 from __future__ import annotations
 
@@ -14,7 +9,24 @@ from ..core.models import ActT, EnvironmentMetadata, ObsT, State, StateT
 
 
 class Environment(Generic[ActT, ObsT, StateT]):
-    """One instance per session. Subclasses override ``reset``, ``step`` and ``state``."""
+    """The env contract: one instance per session, driven by the server as a Gymnasium-style loop.
+
+    - ``reset(seed=None, episode_id=None, **kwargs) -> Observation`` starts an episode. ``seed``
+      makes it reproducible; extra keyword arguments come from the client's ``reset`` call.
+    - ``step(action) -> Observation`` applies one validated ``Action``. The observation carries
+      ``reward`` (``None`` when the step is not scored) and ``done``; after ``done`` the client
+      calls ``reset`` again before stepping.
+    - ``state() -> State`` describes the current episode (``episode_id``, ``step_count``, ...).
+    - ``close()`` releases what the instance holds; the server calls it when the session ends.
+
+    Sync or async: each method may be a plain ``def`` or an ``async def``. Coroutines are awaited
+    on the server's event loop, so they must never block it. Plain methods run in a worker thread
+    (a slow sync env never stalls other sessions), unless the class sets ``inline_sync_calls``.
+
+    Errors never end the session: an action that does not validate against the action model
+    never reaches ``step`` (the client gets ``VALIDATION_ERROR`` naming the field), and an
+    exception raised by a method comes back as ``EXECUTION_ERROR`` with its message.
+    """
 
     #: Shown at ``GET /metadata``; defaults to the class name and docstring.
     metadata: EnvironmentMetadata | None = None
@@ -45,8 +57,3 @@ class Environment(Generic[ActT, ObsT, StateT]):
             return cls.metadata
         doc = inspect.getdoc(cls) or ""
         return EnvironmentMetadata(name=cls.__name__, description=doc.split("\n\n")[0])
-
-
-def is_async(fn: Any) -> bool:
-    """True when calling ``fn`` returns an awaitable we must await on the loop."""
-    return inspect.iscoroutinefunction(fn)

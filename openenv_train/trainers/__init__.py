@@ -1,5 +1,6 @@
-"""TRL adapters: ``rollout_func`` on the rollout engine, ``environment_factory`` from MCP tools,
-reward functions, the tiny-model format warm-up and shared training callbacks.
+"""TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
+``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
+training callbacks.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
@@ -10,27 +11,24 @@ from .callbacks import (
     RichProgressCallback,
     plot_learning_curve,
 )
-from .environment import EnvSessionBase, list_server_tools, make_environment_class, tool_method
+from .environment import list_server_tools, make_environment_class
 from .rewards import env_reward, format_reward, make_format_reward
-from .rollout import make_rollout_func, policy_for_trainer
-from .warmup import WarmupResult, episode_ids, format_warmup, quick_format_warmup
+from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
+from .warmup import format_warmup, quick_format_warmup
 
 __all__ = [
-    "EnvSessionBase",
     "JsonlMetricsCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
-    "WarmupResult",
     "env_reward",
-    "episode_ids",
     "format_reward",
     "format_warmup",
-    "quick_format_warmup",
     "list_server_tools",
     "make_environment_class",
     "make_format_reward",
+    "make_harness_rollout_func",
     "make_rollout_func",
     "plot_learning_curve",
     "policy_for_trainer",
-    "tool_method",
+    "quick_format_warmup",
 ]

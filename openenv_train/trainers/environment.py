@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..client import MCPToolClient, ToolCallError
+from ..client.mcp import unwrap_tool_result
 from ..client.sync import SyncEnvClient
 from ..core.mcp import CallToolAction, CallToolObservation, Tool
 
@@ -176,9 +177,7 @@ class EnvSessionBase:
         if isinstance(obs, CallToolObservation):
             if obs.error is not None:
                 raise ToolCallError(name, obs.error.error_type, obs.error.message)
-            value = obs.result
-            if isinstance(value, dict) and "content" in value and "data" in value:
-                value = value["data"] if value.get("data") is not None else value.get("content")
+            value = unwrap_tool_result(obs.result)
         else:
             value = obs.model_dump(exclude={"metadata"}) if hasattr(obs, "model_dump") else obs
         return value if isinstance(value, str) else json.dumps(value, default=str)

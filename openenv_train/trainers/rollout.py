@@ -1,28 +1,56 @@
-"""``make_rollout_func``: TRL's ``GRPOTrainer(rollout_func=...)`` on top of the batched rollout engine.
+"""TRL's ``GRPOTrainer(rollout_func=...)`` on top of the rollout engine or the harness runner.
 
-TRL calls ``rollout_func(prompts, trainer)`` synchronously once per generation batch. The engine is
-async and keeps pooled WebSocket sessions, so it lives on one background event loop for the whole
-run (``openenv_train.rollout.sync.LoopThread``). The policy is chosen from the trainer at the first
-call: ``trainer.args.use_vllm`` -> the trainer's own vLLM (TRL syncs the weights before every call);
+TRL calls ``rollout_func(prompts, trainer)`` synchronously once per generation batch. Runners are
+async and keep pooled WebSocket sessions, so each rollout function owns one background event loop
+(``LoopThread``) for its whole life. The policy is chosen from the trainer at the first call:
+``trainer.args.use_vllm`` -> the trainer's own vLLM (TRL syncs the weights before every call);
 otherwise the trainer's live model through ``TransformersPolicy`` (no copy: each call samples the
 current weights, in eval mode with no grad, and the train mode is restored afterwards).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
+from ..harness.adapters import HarnessAdapter, ModelStep
+from ..harness.runner import TOOL_CALLING, HarnessRunner
 from ..policy.base import Policy
-from ..rollout.engine import RolloutConfig, RolloutEngine
+from ..rollout.engine import RolloutEngine
+from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
+from ..rollout.runner import EpisodeRunner
 from ..rollout.spec import TextEnvSpec
-from ..rollout.sync import LoopThread
 
 RolloutFunc = Callable[[list[Any], Any], dict[str, Any]]
-_VLLM_POLICY_MODULES = ("openenv_train.policy.vllm_policy", "openenv_train.policy")
+T = TypeVar("T")
+
+
+class LoopThread:
+    """A daemon thread running one event loop; ``run(coro)`` blocks until the coroutine is done."""
+
+    def __init__(self, name: str = "openenv-train-rollout") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        if threading.current_thread() is self._thread:
+            raise RuntimeError(
+                "LoopThread.run called from its own loop; await the coroutine instead"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
 
 
 def _unwrap(trainer: Any) -> Any:
@@ -33,60 +61,125 @@ def _unwrap(trainer: Any) -> Any:
     return model
 
 
-def _tokenizer_of(trainer: Any) -> Any:
-    tok = getattr(trainer, "processing_class", None)
-    tok = getattr(tok, "tokenizer", tok)  # a processor wraps its tokenizer
-    if tok is None:
+def policy_for_trainer(trainer: Any) -> Policy:
+    """The generation backend a trainer implies: its vLLM when ``args.use_vllm``, else its model."""
+    if getattr(getattr(trainer, "args", None), "use_vllm", False):
+        from ..policy.vllm_policy import TRLVLLMPolicy
+
+        return TRLVLLMPolicy(trainer)
+    from ..policy.transformers_policy import TransformersPolicy
+
+    tokenizer = getattr(trainer, "processing_class", None)
+    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+    if tokenizer is None:
         raise ValueError(
             "trainer: has no processing_class; pass processing_class=<tokenizer> to GRPOTrainer"
         )
-    return tok
+    return TransformersPolicy(_unwrap(trainer), tokenizer, device=None)  # stays where it is
 
 
-def _vllm_policy_cls() -> Any:
-    for name in _VLLM_POLICY_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        cls = getattr(module, "TRLVLLMPolicy", None)
-        if cls is not None:
-            return cls
-    raise ImportError(
-        "use_vllm=True needs openenv_train's TRLVLLMPolicy (the policy layer's vLLM backend); "
-        "install the vllm extra or pass policy_factory= to make_rollout_func"
-    )
-
-
-def policy_for_trainer(trainer: Any) -> Policy:
-    """The generation backend a trainer implies: its vLLM when ``args.use_vllm``, else its model."""
-    args = getattr(trainer, "args", None)
-    if getattr(args, "use_vllm", False):
-        return _vllm_policy_cls()(trainer)
-    from ..policy.transformers_policy import TransformersPolicy
-
-    model = _unwrap(trainer)
-    device = str(next(model.parameters()).device)
-    return TransformersPolicy(model, _tokenizer_of(trainer), device=device)
-
-
-def _config_for(trainer: Any, config: RolloutConfig) -> RolloutConfig:
-    """Align the engine's sampling with what the trainer's loss assumes."""
+def config_for(trainer: Any, config: RolloutConfig) -> RolloutConfig:
+    """Align the rollout's sampling with what the trainer's loss assumes."""
     args = getattr(trainer, "args", None)
     changes: dict[str, Any] = {}
     temperature = getattr(args, "temperature", None)
     if isinstance(temperature, (int, float)) and temperature > 0:
         changes["temperature"] = float(temperature)
-    for ours, theirs in (("top_p", "top_p"), ("top_k", "top_k")):
-        value = getattr(args, theirs, None)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            changes[ours] = (
-                type(getattr(config, ours))(value or 0) if ours == "top_k" else float(value)
-            )
+    top_p, top_k = getattr(args, "top_p", None), getattr(args, "top_k", None)
+    if isinstance(top_p, (int, float)) and not isinstance(top_p, bool):
+        changes["top_p"] = float(top_p)
+    if isinstance(top_k, (int, float)) and not isinstance(top_k, bool):
+        changes["top_k"] = int(top_k or 0)
     limit = getattr(args, "max_completion_length", None)
-    if isinstance(limit, int) and limit > 0 and limit < config.max_episode_tokens:
+    if isinstance(limit, int) and 0 < limit < config.max_episode_tokens:
         changes["max_episode_tokens"] = limit
     return replace(config, **changes)
+
+
+def _group_size_of(trainer: Any, group_size: int | None) -> int:
+    if group_size is not None:
+        return group_size
+    for obj in (trainer, getattr(trainer, "args", None)):
+        n = getattr(obj, "num_generations", None)
+        if isinstance(n, int) and n >= 1:
+            return n
+    raise ValueError(
+        "group_size: not given and the trainer has no num_generations; pass group_size= "
+        "(TRL's num_generations) to the rollout function factory"
+    )
+
+
+@contextlib.contextmanager
+def _sampling_mode(trainer: Any) -> Iterator[None]:
+    """The trainer's model in eval mode with no grad while the rollout samples from it."""
+    model = _unwrap(trainer) if getattr(trainer, "model", None) is not None else None
+    if model is None:
+        yield
+        return
+    import torch
+
+    was_training = bool(getattr(model, "training", False))
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        if was_training:
+            model.train()
+
+
+def runner_rollout_func(
+    make_runner: Callable[[Any], EpisodeRunner],
+    *,
+    group_size: int | None = None,
+    reward_key: str = "env_reward",
+    on_batch: Callable[[RolloutBatch], None] | None = None,
+    close_policy: bool = True,
+    thread_name: str = "openenv-train-rollout",
+) -> RolloutFunc:
+    """A TRL ``rollout_func(prompts, trainer)`` around the runner ``make_runner(trainer)`` builds.
+
+    The runner is built at the first call, on the function's own loop, and bound to that trainer.
+    ``group_size`` defaults to the trainer's ``num_generations``. Dropped groups were already
+    retried ``config.group_retries`` times; if any still fail, ``GroupsDroppedError`` reaches the
+    trainer: rows are never invented. Output is validated before TRL sees it. ``on_batch`` sees
+    every ``RolloutBatch`` (metrics logging). The function has ``.close()`` (closes the sessions,
+    the policy when ``close_policy``, and the loop), ``.get_runner()`` and ``.last_batch``.
+    """
+    loop = LoopThread(name=thread_name)
+    state: dict[str, Any] = {"runner": None, "trainer": None}
+
+    async def build(trainer: Any) -> EpisodeRunner:
+        return make_runner(trainer)
+
+    def rollout_func(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
+        if state["runner"] is None:
+            state["runner"] = loop.run(build(trainer))
+            state["trainer"] = trainer
+        elif trainer is not state["trainer"]:
+            raise RuntimeError(
+                "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
+            )
+        g = _group_size_of(trainer, group_size)
+        with _sampling_mode(trainer):
+            batch = loop.run(state["runner"].run(list(prompts), g))
+        rollout_func.last_batch = batch  # type: ignore[attr-defined]
+        if on_batch is not None:
+            on_batch(batch)
+        return batch.to_trl(reward_key)  # validated; raises GroupsDroppedError, never invents rows
+
+    def close() -> None:
+        runner, state["runner"] = state["runner"], None
+        if runner is not None:
+            loop.run(runner.aclose())
+            if close_policy and runner.policy is not None:
+                loop.run(runner.policy.aclose())
+        loop.close()
+
+    rollout_func.close = close  # type: ignore[attr-defined]
+    rollout_func.last_batch = None  # type: ignore[attr-defined]
+    rollout_func.get_runner = lambda: state["runner"]  # type: ignore[attr-defined]
+    return rollout_func
 
 
 def make_rollout_func(
@@ -95,83 +188,69 @@ def make_rollout_func(
     *,
     config: RolloutConfig | None = None,
     policy_factory: Callable[[Any], Policy] | None = None,
+    group_size: int | None = None,
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
 ) -> RolloutFunc:
-    """A TRL ``rollout_func(prompts, trainer)`` that plays one episode per prompt on ``servers``.
+    """A TRL ``rollout_func(prompts, trainer)`` that plays one ``spec`` episode per prompt on
+    ``servers`` (base URLs or started providers) with the batched ``RolloutEngine``.
 
-    ``servers``: base URLs or started providers. ``policy_factory(trainer)`` overrides the backend
-    choice (default :func:`policy_for_trainer`). The result holds ``prompt_ids``,
+    ``policy_factory(trainer)`` overrides the backend choice (default :func:`policy_for_trainer`);
+    the policy it makes is closed with the function. The result holds ``prompt_ids``,
     ``completion_ids``, ``logprobs``, ``env_mask`` and ``reward_key`` (plus ``num_turns`` and
-    ``episode_metrics``), validated before TRL sees it. ``on_batch`` sees every ``RolloutBatch``
-    (for metrics). The function has ``.close()`` (closes sessions and the loop), ``.get_engine()``
-    and ``.last_batch``.
+    ``episode_metrics``). See :func:`runner_rollout_func` for the rest.
     """
     if not servers:
         raise ValueError(
             "servers: empty; start env servers first (openenv_train.runtime.start_local_servers)"
         )
     base = config or RolloutConfig()
-    runner = LoopThread(name="openenv-train-trl-rollout")
-    state: dict[str, Any] = {"engine": None, "trainer": None}
-
-    async def _make_engine(trainer: Any) -> RolloutEngine:
-        policy = (policy_factory or policy_for_trainer)(trainer)
-        return RolloutEngine(spec, policy, servers, _config_for(trainer, base))
-
-    async def _run(prompts: list[str], group_size: int) -> RolloutBatch:
-        return await state["engine"].run(prompts, group_size)
-
-    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        if state["engine"] is None:
-            state["engine"] = runner.run(_make_engine(trainer))
-            state["trainer"] = trainer
-        elif trainer is not state["trainer"]:
-            raise RuntimeError(
-                "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
-            )
-        group_size = int(getattr(trainer.args, "num_generations", 1) or 1)
-        if len(prompts) % group_size:
-            raise ValueError(
-                f"rollout_func got {len(prompts)} prompts, not a multiple of num_generations={group_size}"
-            )
-        model = _unwrap(trainer)
-        was_training = bool(getattr(model, "training", False))
-        if hasattr(model, "eval"):
-            model.eval()
-        try:
-            import torch
-
-            with torch.no_grad():
-                batch = runner.run(_run([_text(p) for p in prompts], group_size))
-        finally:
-            if was_training:
-                model.train()
-        rollout_func.last_batch = batch  # type: ignore[attr-defined]
-        if on_batch is not None:
-            on_batch(batch)
-        return batch.to_trl(
-            reward_key
-        )  # validated; raises GroupsDroppedError rather than invent rows
-
-    def close() -> None:
-        engine = state.pop("engine", None)
-        if engine is not None:
-            runner.run(engine.aclose())
-            runner.run(engine.policy.aclose())
-        runner.close()
-
-    rollout_func.close = close  # type: ignore[attr-defined]
-    rollout_func.last_batch = None  # type: ignore[attr-defined]
-    rollout_func.get_engine = lambda: state.get("engine")  # type: ignore[attr-defined]
-    return rollout_func
+    policy_of = policy_factory or policy_for_trainer
+    return runner_rollout_func(
+        lambda trainer: RolloutEngine(spec, policy_of(trainer), servers, config_for(trainer, base)),
+        group_size=group_size,
+        reward_key=reward_key,
+        on_batch=on_batch,
+    )
 
 
-def _text(prompt: Any) -> str:
-    """TRL passes raw dataset prompts: a string, or a list of chat messages (use the last text)."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
-        content = prompt[-1].get("content", "")
-        return content if isinstance(content, str) else str(content)
-    return str(prompt)
+def make_harness_rollout_func(
+    *,
+    session_factory: Any,
+    harness_adapter: HarnessAdapter,
+    policy: Policy | None = None,
+    model_step: ModelStep | None = None,
+    config: RolloutConfig | None = None,
+    group_size: int | None = None,
+    reward_key: str = "env_reward",
+    on_batch: Callable[[RolloutBatch], None] | None = None,
+) -> RolloutFunc:
+    """A TRL ``rollout_func`` running every prompt's harness episode at once (``HarnessRunner``).
+
+    ``session_factory(prompt)`` (or ``.create(task=prompt)``) returns a ``ResourceSession``. The
+    model turns come from ``policy=`` (batched; yours, not closed), ``model_step=`` (your own
+    sampler) or, with neither, the trainer's model (:func:`policy_for_trainer`, closed with the
+    function). ``config`` defaults to tool-calling limits (256 tokens a turn, 4096 an episode).
+    """
+    if policy is not None and model_step is not None:
+        raise ValueError("pass policy= (batched) or model_step= (your own sampler), not both")
+    base = config or TOOL_CALLING
+
+    def make(trainer: Any) -> HarnessRunner:
+        own = policy is None and model_step is None
+        return HarnessRunner(
+            session_factory=session_factory,
+            harness_adapter=harness_adapter,
+            policy=policy_for_trainer(trainer) if own else policy,
+            model_step=model_step,
+            config=config_for(trainer, base),
+        )
+
+    return runner_rollout_func(
+        make,
+        group_size=group_size,
+        reward_key=reward_key,
+        on_batch=on_batch,
+        close_policy=policy is None and model_step is None,
+        thread_name="openenv-train-harness",
+    )

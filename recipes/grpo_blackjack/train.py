@@ -1,9 +1,9 @@
 """GRPO BlackJack: a model learns hit/stand through TRL's GRPOTrainer on real local env servers.
 
 config -> model (tiny Llama built here + format warm-up, or a folder / hub model) -> N BlackJack
-servers (``start_local_servers``) -> greedy eval before -> GRPOTrainer(rollout_func=engine over
-the servers) with periodic greedy evals -> eval after beside the baselines -> model, metrics.jsonl,
-curve.png and summary.json under ``runs/<name>/``.
+servers -> GRPOTrainer(rollout_func=the batched rollout engine over the servers) -> train ->
+save. Evaluation (greedy evals before, during and after beside the baselines, the best weights,
+curve.png and summary.json) is ``evaluate.TrainingEval``. Everything lands in ``runs/<name>/``.
 
 Run: ``openenv-train train configs/grpo_blackjack_cpu.yaml`` (or ``python -m recipes.grpo_blackjack.train CONFIG``).
 """
@@ -11,7 +11,6 @@ Run: ``openenv-train train configs/grpo_blackjack_cpu.yaml`` (or ``python -m rec
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import time
@@ -19,23 +18,86 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from .config import RecipeConfig, load_config
 
 console = Console()
 
 
-def _load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
-    from blackjack_env.text_spec import random_episode
+def run(cfg: RecipeConfig) -> dict[str, Any]:
+    """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+    from blackjack_env.text_spec import BlackjackTextSpec
+    from datasets import Dataset
+    from trl import GRPOTrainer
 
-    from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
-    from openenv_train.trainers.warmup import format_warmup
+    from openenv_train.trainers import JsonlMetricsCallback, make_rollout_func
+
+    from .evaluate import TrainingEval
+
+    started = time.perf_counter()
+    if cfg.grpo.torch_threads:
+        torch.set_num_threads(cfg.grpo.torch_threads)
+    torch.manual_seed(cfg.seed)
+    out = cfg.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(cfg.model_dump_json(indent=2))
+    metrics = JsonlMetricsCallback(out / "metrics.jsonl")
+
+    model, tokenizer = load_model(cfg, metrics.write)
+    evals = TrainingEval(cfg, model, tokenizer, metrics, started=started)
+    evals.before()
+
+    servers, urls = start_servers(cfg)
+    spec = BlackjackTextSpec(
+        seed=cfg.seed,
+        same_deal_per_group=cfg.rollout.same_deal_per_group,
+        invalid_action_reward=cfg.rollout.invalid_action_reward,
+    )
+    rollout_func = make_rollout_func(
+        spec, urls, config=rollout_config(cfg), on_batch=evals.on_batch
+    )
+    try:
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=reward_funcs(cfg),
+            args=grpo_args(cfg, out),
+            train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * dataset_size(cfg)}),
+            processing_class=tokenizer,
+            rollout_func=rollout_func,
+            callbacks=evals.callbacks(),
+        )
+        evals.bind(trainer)
+        trainer.train()
+        evals.after(trainer, urls)
+    finally:
+        rollout_func.close()
+        if servers is not None:
+            servers.stop()
+
+    model_dir = out / "model"
+    trainer.save_model(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return evals.finish(out, model_dir)
+
+
+# -- the steps of run(), in order ---------------------------------------------------------------
+
+
+def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
+    """The tiny Llama over the env's vocabulary, a saved folder or a hub model; then the format
+    warm-up (``model.warmup_steps``) on random-action games."""
+    from blackjack_env.text_spec import VOCABULARY, random_episode
+
+    from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
+    from openenv_train.trainers import format_warmup
 
     m = cfg.model
     if m.path is None:
         t = m.tiny
-        model, tokenizer = build_blackjack_model(
+        model, tokenizer = build_tiny_model(
+            VOCABULARY,
             hidden_size=t.hidden_size,
             num_layers=t.num_layers,
             num_heads=t.num_heads,
@@ -93,26 +155,57 @@ def _load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _table(title: str, rows: dict[str, dict[str, float]]) -> Table:
-    table = Table(title=title)
-    for col in ("policy", "win", "push", "loss", "mean return", "invalid"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for name, r in rows.items():
-        table.add_row(
-            name,
-            f"{r['win']:.1%}",
-            f"{r['push']:.1%}",
-            f"{r['loss']:.1%}",
-            f"{r['mean_return']:+.3f}",
-            f"{r.get('invalid', 0.0):.1%}",
-        )
-    return table
+def start_servers(cfg: RecipeConfig) -> tuple[Any, list[str]]:
+    """``(server group or None, base URLs)``: ``env.base_urls`` as given, or local servers."""
+    from openenv_train.runtime import start_local_servers
+
+    if cfg.env.base_urls:
+        return None, list(cfg.env.base_urls)
+    t0 = time.perf_counter()
+    servers = start_local_servers(
+        cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
+    )
+    console.print(
+        f"started {len(servers.base_urls)} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
+    )
+    return servers, servers.base_urls
 
 
-def _grpo_args(cfg: RecipeConfig, out: Path) -> Any:
+def rollout_config(cfg: RecipeConfig) -> Any:
+    from openenv_train.rollout import RolloutConfig
+
+    r = cfg.rollout
+    return RolloutConfig(
+        max_turns=r.max_turns,
+        max_new_tokens=r.max_new_tokens,
+        max_concurrency=r.max_concurrency,
+        max_batch_size=r.max_batch_size,
+        # no sampling seed: RolloutConfig.seed reseeds EVERY policy call alike, which correlates
+        # the samples of successive calls; torch.manual_seed(cfg.seed) in run() seeds it once
+        system_prompt=r.system_prompt,
+    )
+
+
+def reward_funcs(cfg: RecipeConfig) -> list[Any]:
+    from openenv_train.trainers import env_reward, format_reward
+
+    return [env_reward] + ([format_reward] if cfg.format_reward_weight else [])
+
+
+def dataset_size(cfg: RecipeConfig) -> int:
+    """Prompts are placeholders (the env deals the hands); enough rows for a few batches."""
+    return max(cfg.grpo.per_device_train_batch_size * 4, 64)
+
+
+def grpo_args(cfg: RecipeConfig, out: Path) -> Any:
+    """``trl.GRPOConfig`` from the ``grpo`` section (``grpo.extra`` passes any other field)."""
     from trl import GRPOConfig
 
     g = cfg.grpo
+    if g.use_vllm:
+        from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
+
+        patch_vllm_for_cpu_weight_sync()  # no-op on GPU
     kwargs: dict[str, Any] = dict(
         output_dir=str(out / "trainer"),
         max_steps=g.max_steps,
@@ -155,218 +248,6 @@ def _grpo_args(cfg: RecipeConfig, out: Path) -> Any:
         return GRPOConfig(**kwargs)
     except TypeError as err:
         raise ValueError(f"grpo.extra: {err}; use GRPOConfig field names (trl 1.16)") from None
-
-
-def run(cfg: RecipeConfig) -> dict[str, Any]:
-    """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    import torch
-    from blackjack_env.text_spec import BlackjackTextSpec
-    from datasets import Dataset
-    from trl import GRPOTrainer
-
-    from openenv_train.policy.transformers_policy import TransformersPolicy
-    from openenv_train.rollout.engine import RolloutConfig
-    from openenv_train.runtime import start_local_servers
-    from openenv_train.trainers import (
-        JsonlMetricsCallback,
-        PeriodicEvalCallback,
-        RichProgressCallback,
-        env_reward,
-        format_reward,
-        make_rollout_func,
-        plot_learning_curve,
-    )
-
-    from .evaluate import baselines, evaluate_policy, evaluate_via_servers
-
-    if cfg.grpo.torch_threads:
-        torch.set_num_threads(cfg.grpo.torch_threads)
-    torch.manual_seed(cfg.seed)
-    out = cfg.run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(cfg.model_dump_json(indent=2))
-    metrics = JsonlMetricsCallback(out / "metrics.jsonl")
-    t_start = time.perf_counter()
-
-    model, tokenizer = _load_model(cfg, metrics.write)
-    ev = cfg.eval
-    eval_policy = TransformersPolicy(model, tokenizer, device=str(next(model.parameters()).device))
-
-    def greedy(n: int, seed: int = ev.seed) -> dict[str, float]:
-        r = cfg.rollout
-        return evaluate_policy(
-            eval_policy,
-            n,
-            seed,
-            max_turns=r.max_turns,
-            max_new_tokens=r.max_new_tokens,
-            system_prompt=r.system_prompt,
-        )
-
-    base = baselines(ev.hands, ev.seed)
-    # periodic evals use other hands than the final eval, so watching them selects nothing; the
-    # curve stays on these validation hands throughout, beside baselines played on the same hands
-    val_seed = ev.seed + 10_000_000
-    val_base = baselines(ev.periodic_hands, val_seed)
-    t0 = time.perf_counter()
-    before = greedy(ev.hands)
-    console.print(f"eval before training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
-    metrics.write("eval_before", 0, before)
-    console.print(
-        _table(f"before training ({ev.hands} fresh hands, greedy)", {"model": before, **base})
-    )
-
-    servers: Any = []
-    urls = list(cfg.env.base_urls)
-    if not urls:
-        t0 = time.perf_counter()
-        servers = start_local_servers(
-            cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
-        )
-        urls = [s.base_url for s in servers]
-        console.print(
-            f"started {len(urls)} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
-        )
-    r = cfg.rollout
-    rollout_cfg = RolloutConfig(
-        max_turns=r.max_turns,
-        max_new_tokens=r.max_new_tokens,
-        max_concurrency=r.max_concurrency,
-        max_batch_size=r.max_batch_size,
-        # no sampling seed: RolloutConfig.seed reseeds EVERY policy call alike, which correlates
-        # the samples of successive calls; torch.manual_seed(cfg.seed) above seeds the run once
-        system_prompt=r.system_prompt,
-    )
-    spec = BlackjackTextSpec(
-        seed=cfg.seed,
-        same_deal_per_group=r.same_deal_per_group,
-        invalid_action_reward=r.invalid_action_reward,
-    )
-    progress = (
-        RichProgressCallback(f"GRPO {cfg.name}", fields=("reward", "entropy"))
-        if cfg.progress
-        else None
-    )
-    episodes = {"n": 0}
-
-    def on_batch(batch: Any) -> None:
-        episodes["n"] += len(batch.rows)
-        episodes["batches"] = episodes.get("batches", 0) + 1
-        if episodes["batches"] % cfg.grpo.logging_steps == 0:
-            numeric = {k: v for k, v in batch.metrics.items() if isinstance(v, (int, float))}
-            metrics.write("rollout", episodes["batches"], {**numeric, "episodes": episodes["n"]})
-        if progress is not None:
-            progress.set_status(episodes=episodes["n"])
-
-    rollout_func = make_rollout_func(spec, urls, config=rollout_cfg, on_batch=on_batch)
-    curve: list[tuple[int, dict[str, float]]] = [(0, greedy(ev.periodic_hands, seed=val_seed))]
-    best: dict[str, Any] = {}
-
-    def on_eval(step: int, m: dict[str, float]) -> None:
-        m["episodes"] = episodes["n"]
-        m["wall_s"] = round(time.perf_counter() - t_start, 1)
-        curve.append((step, m))
-        if ev.keep_best and step > 0 and m["mean_return"] > best.get("score", float("-inf")):
-            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            best.update(step=step, score=m["mean_return"], state=state)
-        metrics.write("eval", step, m)
-        if progress is not None:
-            progress.set_status(win=m["win"], ret=m["mean_return"])
-        else:
-            console.print(
-                f"step {step}: greedy win {m['win']:.1%}, mean return {m['mean_return']:+.3f}"
-            )
-
-    periodic = PeriodicEvalCallback(
-        lambda _m: greedy(ev.periodic_hands, seed=val_seed), ev.every, on_eval
-    )
-    callbacks = [metrics, periodic] + ([progress] if progress is not None else [])
-    g = cfg.grpo
-    dataset = Dataset.from_dict(
-        {"prompt": ["blackjack"] * max(g.per_device_train_batch_size * 4, 64)}
-    )
-    reward_funcs = [env_reward] + ([format_reward] if cfg.format_reward_weight else [])
-    if g.use_vllm:
-        from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
-
-        patch_vllm_for_cpu_weight_sync()  # no-op on GPU
-    try:
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=reward_funcs,
-            args=_grpo_args(cfg, out),
-            train_dataset=dataset,
-            processing_class=tokenizer,
-            rollout_func=rollout_func,
-            callbacks=callbacks,
-        )
-        periodic.bind(trainer)
-        if cfg.progress:  # the rich bar replaces the printed log dicts (metrics.jsonl keeps them)
-            from transformers.trainer_callback import PrinterCallback
-
-            trainer.remove_callback(PrinterCallback)
-        t0 = time.perf_counter()
-        trainer.train()
-        train_s = time.perf_counter() - t0
-        model = trainer.model
-        eval_policy.set_model(model)
-        t0 = time.perf_counter()
-        last = after = greedy(ev.hands)
-        console.print(f"eval after training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
-        final_step = trainer.state.global_step
-        rows = {"model before": before, f"model after (last, step {final_step})": last}
-        if best and best["step"] != final_step:
-            model.load_state_dict(best["state"])
-            after = greedy(ev.hands)
-            rows[f"model after (best periodic eval, step {best['step']}, saved)"] = after
-        if ev.final_via_servers:
-            rows["model after (via servers)"] = evaluate_via_servers(
-                eval_policy, urls, ev.hands, ev.seed
-            )
-    finally:
-        rollout_func.close()
-        if servers:
-            servers.stop()
-    metrics.write("eval_after", final_step, {**last, "which": "last"})
-    if after is not last:
-        metrics.write("eval_after", best["step"], {**after, "which": "best"})
-    console.print(
-        _table(f"after {final_step} GRPO steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
-    )
-    model_dir = out / "model"
-    trainer.save_model(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    png = plot_learning_curve(
-        curve,
-        out / "curve.png",
-        baselines={k: val_base[k] for k in ("always stand", "basic strategy")},
-        title=f"GRPO BlackJack ({cfg.name}): greedy play on {ev.periodic_hands:,} validation hands",
-    )
-    summary = {
-        "name": cfg.name,
-        "before": before,
-        "after": after,
-        "after_last": last,
-        "saved_step": best["step"] if after is not last else final_step,
-        "baselines": base,
-        "curve": [{"step": s, **m} for s, m in curve],  # on the validation hands
-        "validation_baselines": val_base,
-        "episodes": episodes["n"],
-        "train_seconds": round(train_s, 1),
-        "wall_seconds": round(time.perf_counter() - t_start, 1),
-        "model_dir": str(model_dir),
-        "curve_png": str(png),
-        "metrics_jsonl": str(metrics.path),
-    }
-    if "model after (via servers)" in rows:
-        summary["after_via_servers"] = rows["model after (via servers)"]
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    console.print(
-        f"done in {summary['wall_seconds']}s (training {summary['train_seconds']}s, {episodes['n']:,} episodes); "
-        f"model -> {model_dir}, curve -> {png}, metrics -> {metrics.path}"
-    )
-    return summary
 
 
 def main(argv: list[str] | None = None) -> int:

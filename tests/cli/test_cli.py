@@ -67,15 +67,21 @@ eval: {{hands: 200, every: 1, periodic_hands: 50}}
 
 def test_train_bad_config_fails_fast_with_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "bad.yaml"
-    cfg.write_text("grpo: {per_device_train_batch_size: 30, num_generations: 16}\n")
+    cfg.write_text(
+        "recipe: grpo_blackjack\ngrpo: {per_device_train_batch_size: 30, num_generations: 16}\n"
+    )
     proc = _run(["train", str(cfg)])
     assert proc.returncode == 2
     assert "grpo.num_generations=16" in proc.stderr and "Traceback" not in proc.stderr
+    cfg.write_text("grpo: {max_steps: 2}\n")
+    proc = _run(["train", str(cfg)])
+    assert proc.returncode == 2 and "'recipe:' key" in proc.stderr
     proc = _run(["train", str(tmp_path / "nope.yaml")])
     assert proc.returncode == 2 and "does not exist" in proc.stderr
     cfg.write_text("recipe: chess\n")
     proc = _run(["train", str(cfg)])
-    assert proc.returncode == 2 and "chess" in proc.stderr
+    assert proc.returncode == 2 and "no recipe named 'chess'" in proc.stderr
+    assert "grpo_blackjack" in proc.stderr  # the registered ones are listed
 
 
 def _free_port() -> int:

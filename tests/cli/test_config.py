@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from recipes.grpo_blackjack.config import ConfigError, load_config, parse_config
+from recipes.grpo_blackjack.config import ConfigError, RecipeConfig, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,6 +19,8 @@ def test_shipped_configs_parse() -> None:
         cpu.grpo.use_adaptive_entropy and cpu.grpo.entropy_target == 0.15 and cpu.grpo.beta == 0.0
     )
     assert cpu.eval.hands == 20000
+    # the schema's defaults are the shipped CPU config: a config that omits a key gets these
+    assert cpu.model_dump() == RecipeConfig(name="grpo_blackjack_cpu").model_dump()
     gpu = load_config(ROOT / "configs" / "grpo_blackjack_qwen3_vllm.yaml")
     assert gpu.grpo.use_vllm and gpu.grpo.vllm_mode == "colocate" and gpu.model.hub
     assert gpu.model.path.startswith("Qwen/Qwen3-") and gpu.env.num_servers > cpu.env.num_servers
@@ -73,9 +75,9 @@ def test_load_config_errors(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("init_std", [0.02, 0.1])
 def test_the_tiny_model_is_built_with_the_configured_init_std(init_std: float) -> None:
-    from recipes.grpo_blackjack.train import _load_model
+    from recipes.grpo_blackjack.train import load_model
 
     cfg = parse_config({"model": {"warmup_steps": 0, "tiny": {"init_std": init_std}}})
-    model, _tok = _load_model(cfg, lambda *a: None)
+    model, _tok = load_model(cfg, lambda *a: None)
     std = float(model.get_input_embeddings().weight.std())
     assert abs(std - init_std) < 0.2 * init_std, std

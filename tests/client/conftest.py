@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-from openenv_train.runtime import LocalProcessProvider
-
-HERE = Path(__file__).parent
-APP_ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-
-
-def serve(app: str) -> LocalProcessProvider:
-    return LocalProcessProvider(app, env=APP_ENV, startup_timeout=120)
+from client_servers import serve
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import threading
 
 import psutil
 import pytest
-from conftest import serve
+from client_servers import serve
 from ot_apps import TAction, TObservation, TState
 
 from openenv_train.client import (
@@ -25,6 +25,7 @@ from openenv_train.core import (
     RequestTimeoutError,
     SessionClosedError,
 )
+from openenv_train.runtime import LocalProcessProvider
 
 
 class TClient(EnvClient[TAction, TObservation, TState]):
@@ -252,11 +253,12 @@ def test_sync_requires_an_unconnected_client(ot_url: str) -> None:
         env.sync()
 
 
-async def test_from_local_stops_its_server_on_close() -> None:
+async def test_from_provider_stops_its_server_on_close() -> None:
     from blackjack_env import BlackjackAction, BlackjackEnv
 
-    env = await BlackjackEnv.from_local("blackjack_env.server.app:app", timeout=10)
-    pid = env._provider.pid  # type: ignore[union-attr]
+    provider = LocalProcessProvider("blackjack_env.server.app:app")
+    env = await BlackjackEnv.from_provider(provider, timeout=10)
+    pid = provider.pid
     assert pid is not None and psutil.pid_exists(pid)
     r = await env.reset(seed=11)
     while not r.done:
@@ -280,11 +282,12 @@ async def test_from_provider_stops_the_server_if_connect_fails() -> None:
     assert not provider.running
 
 
-def test_from_local_sync_for_blocking_code() -> None:
+def test_from_provider_sync_for_blocking_code() -> None:
     from blackjack_env import BlackjackAction, BlackjackEnv
 
-    with BlackjackEnv.from_local_sync("blackjack_env.server.app:app") as env:
-        pid = env.async_client._provider.pid  # type: ignore[union-attr]
+    provider = LocalProcessProvider("blackjack_env.server.app:app")
+    with BlackjackEnv.from_provider_sync(provider) as env:
+        pid = provider.pid
         r = env.reset(seed=3)
         while not r.done:
             r = env.step(BlackjackAction(action=1))

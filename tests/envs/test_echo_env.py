@@ -102,3 +102,21 @@ def test_http_routes(echo_url):
         assert "echoed_message" in schema["observation"]["properties"]
         body = http.post("/reset", json={}).json()
         assert body["observation"]["echoed_message"] == "Echo environment ready!"
+
+
+async def test_echo_code_never_hops_to_a_worker_thread(monkeypatch):
+    """What the echo env's docstring promises: tools and the reward hook run on the event loop."""
+    from echo_env import CallToolAction
+    from echo_env.server.environment import EchoEnvironment
+
+    import openenv_train.server.mcp as server_mcp
+
+    def no_hop(*args, **kwargs):
+        raise AssertionError("echo_env code was sent to a worker thread")
+
+    monkeypatch.setattr(server_mcp, "run_sync", no_hop)  # a spy on the thread hop, not a fake
+    env = EchoEnvironment()
+    await env.reset()
+    for tool in ("echo_message", "echo_with_length"):
+        obs = await env.step(CallToolAction(tool_name=tool, arguments={"message": "hi"}))
+        assert obs.error is None and obs.reward == pytest.approx(0.2)

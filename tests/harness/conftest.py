@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from chatml import chatml_tokenizer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rollout"))  # chatml.py
-
-from chatml import chatml_tokenizer  # noqa: E402
-
-from openenv_train.runtime import LocalProcessProvider  # noqa: E402
+from openenv_train.runtime import LocalProcessProvider
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from echo_env import EchoEnv
 
-from openenv_train.harness import CLIHarnessAdapter, HarnessRunLimits, HarnessRunner, MCPEnvSession
+from openenv_train.harness import CLIHarnessAdapter, HarnessRunner, MCPEnvSession
+from openenv_train.rollout import RolloutConfig
 
 DRIVER = str(Path(__file__).with_name("cli_driver.py"))
 
@@ -28,8 +29,7 @@ async def test_external_program_drives_sessions_concurrently(echo_url):
     runner = HarnessRunner(
         session_factory=factory(echo_url),
         harness_adapter=CLIHarnessAdapter([sys.executable, DRIVER, "--garbage"]),
-        white_box=False,
-        limits=HarnessRunLimits(episode_timeout_s=60),
+        config=RolloutConfig(episode_timeout_s=60),
     )
     batch = await runner.run(
         ["say apple", "say banana pie", "say cherry", "say dates"], group_size=2
@@ -46,9 +46,7 @@ async def test_failing_program_is_an_infrastructure_error_and_drops_its_group(ec
     runner = HarnessRunner(
         session_factory=factory(echo_url),
         harness_adapter=CLIHarnessAdapter([sys.executable, DRIVER, "--fail"]),
-        white_box=False,
-        max_episode_retries=1,
-        group_retries=0,
+        config=RolloutConfig(max_episode_retries=1, group_retries=0),
     )
     batch = await runner.run(["say x", "say y"], group_size=2)
     assert batch.dropped_groups == [0] and batch.records == []
@@ -64,10 +62,7 @@ async def test_hanging_program_is_killed_at_the_episode_timeout(echo_url):
     runner = HarnessRunner(
         session_factory=factory(echo_url),
         harness_adapter=adapter,
-        white_box=False,
-        limits=HarnessRunLimits(episode_timeout_s=0.5),
-        max_episode_retries=0,
-        group_retries=0,
+        config=RolloutConfig(episode_timeout_s=0.5, max_episode_retries=0, group_retries=0),
     )
     batch = await runner.run(["say x"], group_size=1)
     assert batch.dropped_groups == [0]

@@ -1,4 +1,4 @@
-"""White-box MCP tool calling through build_harness_rollout_func, against real env servers."""
+"""White-box MCP tool calling through make_harness_rollout_func, against real env servers."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ from echo_env import EchoEnv
 from openenv_train.core.mcp import Tool
 from openenv_train.harness import (
     HarnessAdapter,
-    HarnessRunLimits,
     MCPEnvSession,
     MCPHarnessAdapter,
     StepEnvSessionAdapter,
     VerifyResult,
-    build_harness_rollout_func,
     parse_tool_calls,
 )
-from openenv_train.rollout import GroupsDroppedError, RolloutOutputError, ScriptedPolicy
+from openenv_train.rollout import (
+    GroupsDroppedError,
+    RolloutConfig,
+    RolloutOutputError,
+    ScriptedPolicy,
+)
+from openenv_train.trainers import make_harness_rollout_func
 
 CALL = '<tool_call>{"name": "echo_message", "arguments": {"message": "hello world"}}</tool_call>'
 
@@ -50,25 +54,31 @@ def segments(ids, mask):
 def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, chat_tokenizer):
     tok = chat_tokenizer
     policy = ScriptedPolicy(tok, lambda text: "done" if "<|im_start|>tool" in text else CALL)
-    func = build_harness_rollout_func(
+    func = make_harness_rollout_func(
         session_factory=echo_factory(echo_url),
         harness_adapter=MCPHarnessAdapter(),
         policy=policy,
-        limits=HarnessRunLimits(max_turns=4, max_new_tokens=128),
+        # flush only when every session waits on the model (deterministic batches)
+        config=RolloutConfig(max_turns=4, max_new_tokens=128, max_wait_s=60.0),
         group_size=2,
-        max_wait_s=60.0,  # flush only when every session waits on the model (deterministic batches)
     )
     try:
         out = func(["call the echo tool"] * 4, None)
+        first = func.last_batch
+        func(["call the echo tool"] * 4, None)
     finally:
         func.close()
     assert len(out["completion_ids"]) == 4
     assert (
         out["env_reward"] == [pytest.approx(1.1)] * 4
     )  # the env's own reward: len("hello world") / 10
-    assert policy.calls == 2  # 4 sessions x 2 turns, batched into one call per turn
-    batch = func.last_batch
-    assert batch.metrics["policy_calls"] == 2 and batch.metrics["mean_batch_size"] == 4
+    assert policy.calls == 4  # 4 sessions x 2 turns, batched into one call per turn, twice
+    for batch in (first, func.last_batch):  # per run, as the engine counts them
+        assert batch.metrics["policy_calls"] == 2 and batch.metrics["mean_batch_size"] == 4
+    # the episode metrics every runner reports, with the engine's names and meanings
+    m = out["episode_metrics"][0]
+    assert m["turns"] == 2 and m["stop_reason"] == "no_tool_call" and m["truncated"] == 0
+    assert m["model_tokens"] + m["env_tokens"] == len(out["completion_ids"][0])
     for prompt_ids, ids, mask, metrics in zip(
         out["prompt_ids"],
         out["completion_ids"],
@@ -111,14 +121,14 @@ def test_tool_errors_are_fed_back_and_limits_stop_the_loop(echo_url, chat_tokeni
 
     def run(verifier):
         answers = iter(bad_calls * 10)
-        func = build_harness_rollout_func(
+        func = make_harness_rollout_func(
             session_factory=echo_factory(echo_url, verifier),
             harness_adapter=MCPHarnessAdapter(),
             policy=ScriptedPolicy(tok, lambda text: next(answers)),
-            limits=HarnessRunLimits(max_turns=2, max_new_tokens=64),
+            config=RolloutConfig(
+                max_turns=2, max_new_tokens=64, max_episode_retries=0, group_retries=0
+            ),
             group_size=1,
-            max_episode_retries=0,
-            group_retries=0,
         )
         try:
             return func(["x"], None)
@@ -184,11 +194,11 @@ def test_step_env_adapter_plays_blackjack_through_a_tool(blackjack_url, chat_tok
         return '<tool_call>{"name": "play", "arguments": {"action": "' + name + '"}}</tool_call>'
 
     policy = ScriptedPolicy(tok, respond)
-    func = build_harness_rollout_func(
+    func = make_harness_rollout_func(
         session_factory=factory,
         harness_adapter=MCPHarnessAdapter(),
         policy=policy,
-        limits=HarnessRunLimits(max_turns=12, max_new_tokens=64),
+        config=RolloutConfig(max_turns=12, max_new_tokens=64),
         group_size=4,
     )
     try:
@@ -204,8 +214,8 @@ def test_step_env_adapter_plays_blackjack_through_a_tool(blackjack_url, chat_tok
 class BrokenMaskAdapter(HarnessAdapter):
     """A (buggy) real adapter whose env_mask is one entry short: the rollout_func must say so."""
 
-    async def run_white_box(self, model_step, session, limits):
-        result = await MCPHarnessAdapter().run_white_box(model_step, session, limits)
+    async def run_white_box(self, model_step, session, config):
+        result = await MCPHarnessAdapter().run_white_box(model_step, session, config)
         result.env_mask = result.env_mask[:-1]
         return result
 
@@ -214,7 +224,7 @@ def test_rollout_func_validates_its_output(echo_url, chat_tokenizer):
     policy = ScriptedPolicy(
         chat_tokenizer, lambda text: "done" if "<|im_start|>tool" in text else CALL
     )
-    func = build_harness_rollout_func(
+    func = make_harness_rollout_func(
         session_factory=echo_factory(echo_url),
         harness_adapter=BrokenMaskAdapter(),
         policy=policy,
@@ -230,10 +240,23 @@ def test_rollout_func_validates_its_output(echo_url, chat_tokenizer):
         func.close()
 
 
-def test_build_harness_rollout_func_argument_errors(echo_url, chat_tokenizer):
-    with pytest.raises(ValueError, match="exactly one of policy="):
-        build_harness_rollout_func(
-            session_factory=echo_factory(echo_url), harness_adapter=MCPHarnessAdapter()
+def test_make_harness_rollout_func_argument_errors(echo_url, chat_tokenizer):
+    policy = ScriptedPolicy(chat_tokenizer, lambda text: CALL)
+    with pytest.raises(ValueError, match="not both"):
+        make_harness_rollout_func(
+            session_factory=echo_factory(echo_url),
+            harness_adapter=MCPHarnessAdapter(),
+            policy=policy,
+            model_step=object(),
         )
-    with pytest.raises(ValueError, match="HarnessRunLimits.max_turns must be >= 1"):
-        HarnessRunLimits(max_turns=0)
+    # no policy: it samples the trainer's model, so a call without a trainer says what is missing
+    func = make_harness_rollout_func(
+        session_factory=echo_factory(echo_url), harness_adapter=MCPHarnessAdapter(), group_size=1
+    )
+    try:
+        with pytest.raises(ValueError, match="no processing_class"):
+            func(["x"], None)
+    finally:
+        func.close()
+    with pytest.raises(ValueError, match="RolloutConfig.max_turns must be >= 1"):
+        RolloutConfig(max_turns=0)

@@ -6,11 +6,11 @@ error frames, concurrent sessions, capacity, timeouts, and MCP tools.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from child_env import with_pythonpath
 
 pytest.importorskip("openenv.core.env_server")
 
@@ -57,8 +57,8 @@ class OEClient(EnvClient[OEAction, OEObservation, OEState]):
 @pytest.fixture(scope="module")
 def oe_url() -> Iterator[str]:
     """One OpenEnv 0.10 server process: ``/`` echo env (64 sessions), ``/cap`` (1), ``/tools`` (MCP)."""
-    path = os.pathsep.join(filter(None, [str(APPS_DIR), os.environ.get("PYTHONPATH")]))
-    with LocalProcessProvider("oe_apps:app", env={"PYTHONPATH": path}, startup_timeout=180) as p:
+    env = with_pythonpath(APPS_DIR)
+    with LocalProcessProvider("oe_apps:app", env=env, startup_timeout=180) as p:
         yield p.base_url  # type: ignore[misc]
 
 

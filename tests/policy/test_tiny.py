@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import pytest
 import torch
+from blackjack_env.text_spec import VOCABULARY
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from openenv_train.policy.tiny import (
-    BLACKJACK_WORDS,
-    blackjack_tokenizer,
     build_tiny_llama,
     build_word_tokenizer,
     load_tiny_model,
 )
+
+
+def blackjack_tokenizer():
+    return build_word_tokenizer(VOCABULARY)  # the vocabulary comes from the env package
+
 
 TEXTS = [
     "player 15 soft dealer A action:",
@@ -25,7 +29,7 @@ def test_blackjack_vocabulary_layout():
     tok = blackjack_tokenizer()
     assert len(tok) == 41
     assert (tok.pad_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2)
-    assert tok.convert_ids_to_tokens(list(range(3, 11))) == list(BLACKJACK_WORDS[:8])
+    assert tok.convert_ids_to_tokens(list(range(3, 11))) == list(VOCABULARY[:8])
     assert tok.convert_tokens_to_ids("31") == 40
     ids = tok.encode("player 15 soft dealer A action: hit<eos>")
     assert tok.convert_ids_to_tokens(ids) == [

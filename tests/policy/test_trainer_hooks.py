@@ -6,9 +6,10 @@ import os
 
 import pytest
 import torch
+from blackjack_env.text_spec import VOCABULARY
 
-from openenv_train.policy import SamplingSettings, TransformersPolicy, TRLVLLMPolicy
-from openenv_train.policy.tiny import build_blackjack_model
+from openenv_train.policy import SamplingSettings, TRLVLLMPolicy
+from openenv_train.policy.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def trainer(tmp_path_factory):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    model, tok = build_blackjack_model(seed=3)
+    model, tok = build_tiny_model(VOCABULARY, seed=3)
     args = GRPOConfig(
         output_dir=str(tmp_path_factory.mktemp("grpo")), use_cpu=True, bf16=False,
         gradient_checkpointing=False, per_device_train_batch_size=4, num_generations=2,
@@ -30,8 +31,10 @@ def trainer(tmp_path_factory):
     )  # fmt: skip
 
 
-async def test_from_trainer_follows_in_place_updates(trainer):
-    policy = TransformersPolicy.from_trainer(trainer)
+async def test_policy_for_trainer_follows_in_place_updates(trainer):
+    from openenv_train.trainers import policy_for_trainer
+
+    policy = policy_for_trainer(trainer)
     assert policy.model is trainer.model and policy.tokenizer is trainer.processing_class
     tok = policy.tokenizer
     prompt = tok.encode("player 15 soft dealer A action:")

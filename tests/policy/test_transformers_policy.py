@@ -7,9 +7,10 @@ import random
 
 import pytest
 import torch
+from blackjack_env.text_spec import VOCABULARY
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
-from openenv_train.policy.tiny import build_blackjack_model
+from openenv_train.policy.tiny import build_tiny_model
 
 GREEDY = SamplingSettings(max_new_tokens=6, temperature=0.0)
 
@@ -116,7 +117,7 @@ async def test_seed_reproducible_and_group_members_differ(policy, tiny_pair):
 
 async def test_live_model_updates_are_seen_and_eos_stops():
     """Train the policy's own model object in place: the policy must follow without a copy."""
-    model, tok = build_blackjack_model(seed=99)
+    model, tok = build_tiny_model(VOCABULARY, seed=99)
     policy = TransformersPolicy(model, tok)
     prompt = tok.encode("player 15 soft dealer A action:")
     target = tok.encode("player 15 soft dealer A action: stand<eos>")

@@ -1,12 +1,13 @@
-"""Real BlackJack servers on loopback, the real 41-token tokenizer, a tiny Llama taught the format."""
+"""Real BlackJack servers on loopback, the 41-token tokenizer of the env's vocabulary, a tiny Llama
+taught the format."""
 
 from __future__ import annotations
 
 import pytest
 from bj_checks import APP
-from blackjack_env.text_spec import basic_strategy_answer, random_episode
+from blackjack_env.text_spec import VOCABULARY, basic_strategy_answer, random_episode
 
-from openenv_train.policy.tiny import blackjack_tokenizer, build_tiny_llama
+from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import start_local_servers
 
@@ -20,7 +21,7 @@ def servers():
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    return blackjack_tokenizer()
+    return build_word_tokenizer(VOCABULARY)
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from bj_checks import check_blackjack_record, segments
 from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
-from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy, engine_rollout_func
+from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
+from openenv_train.trainers.rollout import runner_rollout_func
 
 
 async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):
@@ -21,6 +22,8 @@ async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):
     for rec in batch.records:
         check_blackjack_record(rec, tokenizer)
         assert rec.metrics["invalid_actions"] == 0
+        assert rec.metrics["stop_reason"] == "done" and rec.metrics["truncated"] == 0
+        assert rec.metrics["turns"] == rec.num_turns
         # the scripted policy plays basic strategy on exactly the text the model saw
         context = rec.prompt_ids
         for mask, ids in segments(rec):
@@ -98,8 +101,8 @@ async def test_turn_and_token_limits_truncate(servers, tokenizer):
 
 def test_rollout_func_for_trl(servers, tokenizer):
     policy = ScriptedPolicy(tokenizer, basic_strategy_answer)
-    func = engine_rollout_func(
-        lambda: RolloutEngine(BlackjackTextSpec(seed=9), policy, servers), group_size=4
+    func = runner_rollout_func(
+        lambda _trainer: RolloutEngine(BlackjackTextSpec(seed=9), policy, servers), group_size=4
     )
     try:
         out = func(["play"] * 12, None)
@@ -113,7 +116,9 @@ def test_rollout_func_for_trl(servers, tokenizer):
         func.close()
     seen = []
     engine = RolloutEngine(BlackjackTextSpec(seed=9), policy, servers)  # built outside any loop
-    func = engine_rollout_func(engine, group_size=2, reward_key="bj_reward", on_batch=seen.append)
+    func = runner_rollout_func(
+        lambda _trainer: engine, group_size=2, reward_key="bj_reward", on_batch=seen.append
+    )
     try:
         out = func(["play"] * 4, None)
         assert set(out["bj_reward"]) <= {-1.0, 0.0, 1.0} and len(seen) == 1

@@ -8,14 +8,9 @@ import pytest
 from chatml import chatml_tokenizer
 
 from openenv_train.policy import Generation, Policy, SamplingSettings
-from openenv_train.rollout import (
-    GenerationBatcher,
-    RolloutConfig,
-    RolloutOutputError,
-    ScriptedPolicy,
-    TokenCodec,
-    validate_rollout_output,
-)
+from openenv_train.rollout import RolloutConfig, RolloutOutputError, ScriptedPolicy, TokenCodec
+from openenv_train.rollout.batcher import GenerationBatcher
+from openenv_train.rollout.records import validate_rollout_output
 
 SAMPLING = SamplingSettings(max_new_tokens=4)
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from child_env import with_pythonpath
 
 from openenv_train.core import ServerStartError
 from openenv_train.runtime import LocalProcessProvider, ServerGroup, start_local_servers
 
 HERE = Path(__file__).parent
-ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
+ENV = with_pythonpath(HERE)
 
 
 def info(base_url: str) -> dict:

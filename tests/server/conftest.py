@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from server_envs import REG  # noqa: E402
-from server_helpers import ServerThread  # noqa: E402
+from server_envs import REG
+from server_helpers import ServerThread
 
 
 @pytest.fixture

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-if importlib.util.find_spec("blackjack_env") is None:  # not pip-installed yet: use the source tree
-    src = str(ROOT / "envs" / "blackjack_env")
-    sys.path.insert(0, src)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # the recipes package
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +31,8 @@ def tiny_model():
     import torch
 
     torch.set_num_threads(1)
-    from openenv_train.policy.tiny import build_blackjack_model
+    from blackjack_env.text_spec import VOCABULARY
 
-    return build_blackjack_model()
+    from openenv_train.policy.tiny import build_tiny_model
+
+    return build_tiny_model(VOCABULARY)

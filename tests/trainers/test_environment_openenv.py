@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from child_env import with_pythonpath
 
 from openenv_train.trainers import make_environment_class
 
@@ -18,9 +18,9 @@ HERE = Path(__file__).resolve().parent
 def openenv_url() -> Iterator[str]:
     from openenv_train.runtime import LocalProcessProvider
 
-    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path}
-    with LocalProcessProvider("oe_tools_app:app", env=env, startup_timeout=180) as p:
+    with LocalProcessProvider(
+        "oe_tools_app:app", env=with_pythonpath(HERE), startup_timeout=180
+    ) as p:
         yield p.base_url
 
 

@@ -35,11 +35,12 @@ def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_mod
     assert 0 < local["win"] < 1  # a real mix of outcomes, not a degenerate policy
 
 
-def test_baselines_match_blackjack_md() -> None:
+def test_baselines_match_openspiel_rates() -> None:
     from recipes.grpo_blackjack.evaluate import baselines
 
     b = baselines(20000, seed=99)
-    # blackjack.md (10^6 hands): random 28.4%, always stand 38.4%, basic strategy 43.2% (+-1 point here)
+    # OpenSpiel's rules over 10^6 hands: random 28.4%, always stand 38.4%, basic strategy 43.2%
+    # (+-1 point here)
     assert abs(b["random"]["win"] - 0.284) < 0.015
     assert abs(b["always stand"]["win"] - 0.384) < 0.015
     assert abs(b["basic strategy"]["win"] - 0.432) < 0.015

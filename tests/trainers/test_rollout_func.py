@@ -133,7 +133,7 @@ def test_bad_rollout_setup_is_named(blackjack_servers, warmed, tmp_path) -> None
     rollout_func = make_rollout_func(BlackjackTextSpec(), blackjack_servers)
     try:
         trainer = _trainer(model, tok, rollout_func, tmp_path)
-        with pytest.raises(ValueError, match="num_generations=4"):
+        with pytest.raises(ValueError, match="not a multiple of group_size=4"):
             rollout_func(["blackjack"] * 6, trainer)
     finally:
         rollout_func.close()

@@ -19,16 +19,16 @@ except Exception as exc:  # a broken install raises more than ImportError
 
 
 def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, tmp_path) -> None:
-    from blackjack_env.text_spec import BlackjackTextSpec, random_episode
+    from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model
+    from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
     from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
     from openenv_train.trainers import env_reward, make_rollout_func, quick_format_warmup
 
     patch_vllm_for_cpu_weight_sync()
-    model, tok = build_blackjack_model()
+    model, tok = build_tiny_model(VOCABULARY)
     quick_format_warmup(model, tok, random_episode)
     model.save_pretrained(tmp_path / "model")
     tok.save_pretrained(tmp_path / "model")
@@ -67,7 +67,7 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
             rollout_func=rollout_func,
         )
         trainer.train()
-        engine = rollout_func.get_engine()
+        engine = rollout_func.get_runner()
         assert type(engine.policy).__name__ == "TRLVLLMPolicy"
     finally:
         rollout_func.close()

@@ -8,7 +8,8 @@ import random
 from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
 from openenv_train.rollout.scripted import ScriptedPolicy
 from openenv_train.rollout.tokens import TokenCodec
-from openenv_train.trainers import episode_ids, format_warmup
+from openenv_train.trainers import format_warmup
+from openenv_train.trainers.warmup import episode_ids
 
 
 def test_episode_ids_match_what_the_engine_records(
@@ -82,13 +83,13 @@ def _next_token_prob(model, tok, text: str, word: str) -> float:
 
 
 def test_loss_on_all_also_learns_the_env_text_and_answers_only_does_not() -> None:
-    from blackjack_env.text_spec import random_episode
+    from blackjack_env.text_spec import VOCABULARY, random_episode
 
-    from openenv_train.policy.tiny import build_blackjack_model
+    from openenv_train.policy.tiny import build_tiny_model
 
     probs = {}
     for loss_on in ("all", "answers"):
-        model, tok = build_blackjack_model(seed=3)
+        model, tok = build_tiny_model(VOCABULARY, seed=3)
         format_warmup(model, tok, random_episode, steps=60, batch_size=32, seed=0, loss_on=loss_on)
         # "dealer" always follows "player N hard|soft": only env text in the loss can teach that
         probs[loss_on] = _next_token_prob(model, tok, "player 14 hard", "dealer")

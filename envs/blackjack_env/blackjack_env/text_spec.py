@@ -1,9 +1,10 @@
-"""BlackJack as text for LLM policies: the format that a tiny model learns (see blackjack.md).
+"""BlackJack as text for LLM policies: a format small enough for an 85k-parameter model.
 
 Per decision the model sees ``player 15 soft dealer A action:`` and answers ``hit<eos>`` or
 ``stand<eos>``. After a hit the env's next observation is appended (env_mask 0) and the model sees
 the whole history. Any other answer is an invalid action: the game ends with
-``invalid_action_reward`` (default -1). Only words of the 41-token BlackJack vocabulary are used.
+``invalid_action_reward`` (default -1). Only the words of ``VOCABULARY`` are used (41 tokens with
+a tokenizer's three special tokens).
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ from openenv_train.rollout.spec import TextEnvSpec
 from .game import HIT, STAND, BlackjackGame, basic_strategy, rank_label
 
 ANSWERS = {"hit": HIT, "stand": STAND}
+#: Every word of the prompts and answers: totals reach 31 at most (21 + a ten-valued card).
+VOCABULARY: tuple[str, ...] = (
+    "player",
+    "dealer",
+    "soft",
+    "hard",
+    "action:",
+    "hit",
+    "stand",
+    "A",
+    *(str(n) for n in range(2, 32)),
+)
 _STATE_RE = re.compile(r"player (\d+) (soft|hard) dealer (\S+) action:")
 _UPCARD_LABELS = {"A", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
 
@@ -63,8 +76,8 @@ def basic_strategy_answer(prompt_text: str) -> str:
 def random_episode(rng: random.Random) -> list[tuple[str, str]]:
     """One well-formed game with uniformly random actions, as chat turns (``("user", env text)``,
     ``("assistant", "hit"/"stand")``, ...): the data of the short format warm-up before GRPO
-    (``openenv_train.trainers.format_warmup``; see blackjack.md). It teaches the format, not a
-    policy."""
+    (``openenv_train.trainers.format_warmup``). It teaches the format, not a policy: random
+    actions carry no information about which action is better."""
     game = BlackjackGame.deal(rng=random.Random(rng.getrandbits(64)))
     turns = [("user", decision_text(game_view(game)))]
     while True:
@@ -95,6 +108,7 @@ class BlackjackTextSpec(TextEnvSpec):
 
     invalid_action_reward = -1.0
     truncation_reward = -1.0
+    vocabulary = VOCABULARY
 
     def __init__(
         self,

@@ -1,7 +1,8 @@
 """The echo env: an MCP tool env whose ``echo_message`` tool answers with its input.
 
-It is the smoke test of every transport (WebSocket step actions now, HTTP ``/mcp`` later), so it
-stays trivial and fully async: no thread hop per call.
+It is the smoke test of every transport (WebSocket step actions, HTTP ``/mcp``), so it stays
+trivial and fully async: ``reset``, ``step``, the tools and the ``on_tool_result`` hook are all
+coroutines, so the server never hops to a worker thread for it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class EchoEnvironment(MCPEnvironment):
         """
         return {"message": message, "length": len(message)}
 
-    def on_tool_result(self, observation: CallToolObservation) -> CallToolObservation:
+    async def on_tool_result(self, observation: CallToolObservation) -> CallToolObservation:
         result = observation.result
         text = result if isinstance(result, str) else (result or {}).get("message", "")
         observation.reward = len(text) / 10

@@ -1,0 +1,114 @@
+"""``EpisodeRunner``: what the rollout engine and the harness runner share.
+
+Both run B prompts x G generations as concurrent episodes through ``run_groups`` (retries, whole
+groups dropped), with one ``GenerationBatcher`` so every episode waiting on the model joins one
+policy call, and both report the same per-run metrics (``policy_calls`` counts the calls of this
+run only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from ..policy.base import Policy
+from .batcher import GenerationBatcher
+from .episode import RolloutConfig, within
+from .groups import Attempt, run_groups
+from .records import EpisodeRecord, EpisodeTimeoutError, RolloutBatch
+from .tokens import TokenCodec
+
+T = TypeVar("T")
+
+
+class EpisodeRunner(ABC):
+    """Runs one episode per prompt on the current event loop: ``await runner.run(prompts, G)``.
+
+    With a ``policy`` it owns a batcher and a ``TokenCodec`` for the policy's tokenizer.
+    """
+
+    def __init__(self, config: RolloutConfig, policy: Policy | None) -> None:
+        self.config = config
+        self.policy = policy
+        self.batcher: GenerationBatcher | None = None
+        self.codec: TokenCodec | None = None
+        if policy is not None:
+            tokenizer = getattr(policy, "tokenizer", None)
+            if tokenizer is None:
+                raise ValueError(
+                    f"policy: {type(policy).__name__} has no .tokenizer; set it to the model's tokenizer"
+                )
+            self.codec = TokenCodec(tokenizer, chat_template=config.chat_template)
+            self.batcher = GenerationBatcher(
+                policy, max_batch_size=config.max_batch_size, max_wait_s=config.max_wait_s
+            )
+
+    async def __aenter__(self: T) -> T:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the batcher (the policy belongs to whoever made it)."""
+        if self.batcher is not None:
+            await self.batcher.aclose()
+
+    async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:
+        """Play one episode per prompt (prompts repeat ``group_size`` times in a row, as in TRL)."""
+        stats = self.batcher.stats if self.batcher is not None else None
+        calls, sequences = (stats.calls, stats.sequences) if stats is not None else (0, 0)
+        cfg = self.config
+        batch = await run_groups(
+            list(prompts),
+            group_size,
+            self._episode,
+            max_concurrency=cfg.max_concurrency,
+            max_episode_retries=cfg.max_episode_retries,
+            group_retries=cfg.group_retries,
+        )
+        batch.metrics.update(summarize(batch.records))
+        if stats is not None:
+            calls = stats.calls - calls
+            sequences = stats.sequences - sequences
+            batch.metrics.update(
+                policy_calls=calls, mean_batch_size=sequences / calls if calls else 0.0
+            )
+        return batch
+
+    @abstractmethod
+    async def _episode(self, attempt: Attempt) -> EpisodeRecord:
+        """One attempt of one row; infrastructure errors propagate (``run_groups`` retries)."""
+
+    async def _bounded(self, play: Awaitable[T], row: int) -> T:
+        """``play`` within ``episode_timeout_s``, counted by the batcher as able to wait on the model."""
+        if self.batcher is not None:
+            self.batcher.register()
+        try:
+            return await within(play, self.config.episode_timeout_s)
+        except asyncio.TimeoutError as exc:
+            raise EpisodeTimeoutError(
+                f"episode (row {row}) ran past episode_timeout_s={self.config.episode_timeout_s}"
+            ) from exc
+        finally:
+            if self.batcher is not None:
+                self.batcher.unregister()
+
+
+def summarize(records: Sequence[EpisodeRecord]) -> dict[str, float]:
+    """Batch means of the per-episode metrics (what a progress bar or logger shows)."""
+    n = len(records)
+    if not n:
+        return {}
+    mean = lambda xs: sum(xs) / n  # noqa: E731
+    return {
+        "reward_mean": mean([r.reward for r in records]),
+        "turns_mean": mean([r.num_turns for r in records]),
+        "invalid_rate": mean([r.metrics.get("invalid_actions", 0) for r in records]),
+        "truncated_rate": mean([r.metrics.get("truncated", 0) for r in records]),
+        "model_tokens_mean": mean([r.metrics.get("model_tokens", 0) for r in records]),
+        "env_tokens_mean": mean([r.metrics.get("env_tokens", 0) for r in records]),
+        "env_latency_mean_s": mean([r.metrics.get("env_latency_s", 0.0) for r in records]),
+    }
