@@ -276,8 +276,9 @@ def start_local_servers(app: str, n: int, **kwargs: Any) -> ServerGroup:
     return group
 
 
-class ServerGroup(list[LocalProcessProvider]):
-    """Providers started together; ``with start_local_servers(app, 4) as servers:`` stops them all."""
+class ServerGroup(list[Any]):
+    """Providers started together (local or container); ``with start_servers(app, 4) as servers:``
+    stops them all."""
 
     @property
     def base_urls(self) -> list[str]:
@@ -288,7 +289,7 @@ class ServerGroup(list[LocalProcessProvider]):
         if not self:
             return
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(self), 32)) as pool:
-            list(pool.map(LocalProcessProvider.stop, self))
+            list(pool.map(lambda p: p.stop(), self))
 
     def __enter__(self) -> ServerGroup:
         return self
