@@ -10,7 +10,13 @@ from .callbacks import (
     RichProgressCallback,
     plot_learning_curve,
 )
-from .environment import EnvSessionBase, list_server_tools, make_environment_class, tool_method
+from .environment import (
+    EnvSessionBase,
+    list_server_tools,
+    make_environment_class,
+    release_callback,
+    tool_method,
+)
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_rollout_func, policy_for_trainer
 from .warmup import WarmupResult, episode_ids, format_warmup, quick_format_warmup
@@ -28,6 +34,7 @@ __all__ = [
     "quick_format_warmup",
     "list_server_tools",
     "make_environment_class",
+    "release_callback",
     "make_format_reward",
     "make_rollout_func",
     "plot_learning_curve",

@@ -1,7 +1,7 @@
 """GRPO BlackJack: a model learns hit/stand through TRL's GRPOTrainer on real local env servers.
 
 config -> model (tiny Llama built here + format warm-up, or a folder / hub model) -> N BlackJack
-servers (``start_local_servers``) -> greedy eval before -> GRPOTrainer(rollout_func=engine over
+servers (``start_servers``: local, docker or podman) -> greedy eval before -> GRPOTrainer(rollout_func=engine over
 the servers) with periodic greedy evals -> eval after beside the baselines -> model, metrics.jsonl,
 curve.png and summary.json under ``runs/<name>/``.
 
@@ -167,7 +167,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
     from openenv_train.rollout.engine import RolloutConfig
-    from openenv_train.runtime import start_local_servers
+    from openenv_train.runtime import start_servers
     from openenv_train.trainers import (
         JsonlMetricsCallback,
         PeriodicEvalCallback,
@@ -221,12 +221,10 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     urls = list(cfg.env.base_urls)
     if not urls:
         t0 = time.perf_counter()
-        servers = start_local_servers(
-            cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
-        )
+        servers = start_servers(cfg.env.app, cfg.env.num_servers, **cfg.env.server_options())
         urls = [s.base_url for s in servers]
         console.print(
-            f"started {len(urls)} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
+            f"started {len(urls)} {cfg.env.runtime} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
         )
     r = cfg.rollout
     rollout_cfg = RolloutConfig(
