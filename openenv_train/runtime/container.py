@@ -50,7 +50,8 @@ def _finalize(client: Any, name: str, owner_pid: int) -> None:
 class ContainerProvider:
     """Serve an env image in a container on ``engine`` (``docker``, ``podman`` or an API URL).
 
-    ``app`` (an import path) overrides what the image serves; ``None`` keeps the image's CMD.
+    ``app`` (an import path) overrides what the image serves, ``command`` the whole command;
+    neither keeps the image's CMD.
     ``network="none"`` is not supported with a published port; use ``network`` to name another
     engine network (e.g. one created with ``--internal``, which has no route outside).
     """
@@ -60,6 +61,7 @@ class ContainerProvider:
         image: str,
         *,
         app: str | None = None,
+        command: list[str] | None = None,
         engine: str = "docker",
         name: str | None = None,
         run_id: str | None = None,
@@ -90,10 +92,11 @@ class ContainerProvider:
                 "network='none' leaves no way to reach the server; pass the name of an internal "
                 "engine network instead (docker network create --internal NAME)"
             )
-        self.image, self.app, self.engine = image, app, engine
+        self.image, self.app, self.engine, self.command = image, app, engine, command
         self.url = ce.engine_url(engine)
         self.run_id = run_id or uuid.uuid4().hex[:12]
         self.name = name or f"{NAME_PREFIX}-{self.run_id}-{uuid.uuid4().hex[:6]}"
+        ce.name_filter(self.name)  # a name both engines accept, or ValueError
         self.env = dict(env or {})
         self.user, self.mem_limit, self.pids_limit, self.cpus = user, mem_limit, pids_limit, cpus
         self.tmpfs_size, self.network = tmpfs_size, network
@@ -176,7 +179,9 @@ class ContainerProvider:
             "stop_signal": "SIGKILL",
             "stop_timeout": 0,  # Podman: a forced remove never waits out a grace period
         }
-        if self.app is not None:
+        if self.command is not None:
+            config["command"] = list(self.command)
+        elif self.app is not None:
             config["command"] = [
                 "python3", "-m", "openenv_train.runtime.launch", "--app", self.app,
                 "--host", "0.0.0.0", "--port", str(self.container_port),

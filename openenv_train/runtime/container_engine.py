@@ -30,6 +30,7 @@ LABEL_OWNER_START = "org.openenv-train.owner-start"
 LABEL_OWNER_HOST = "org.openenv-train.owner-host"
 LABEL_RUN_ID = "org.openenv-train.run-id"
 
+NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 DOCKER_SOCKET = "unix:///var/run/docker.sock"
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 
@@ -83,8 +84,13 @@ def is_podman(version: Mapping[str, Any]) -> bool:
 
 
 def name_filter(name: str) -> dict[str, list[str]]:
-    """The exact-name filter that works on both engines (``^NAME$``, never ``^/NAME$``)."""
-    return {"name": [f"^{re.escape(name)}$"]}
+    """The exact-name filter that works on both engines (``^NAME$``, never ``^/NAME$``).
+
+    Names are ``[a-zA-Z0-9][a-zA-Z0-9_.-]*`` on both engines: only ``.`` needs escaping.
+    """
+    if not NAME_RE.match(name):
+        raise ValueError(f"container name {name!r}: use letters, digits, '_', '.', '-'")
+    return {"name": ["^" + name.replace(".", "\\.") + "$"]}
 
 
 def names_in_listing(listing: Iterable[Mapping[str, Any]]) -> list[str]:
