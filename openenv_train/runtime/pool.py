@@ -239,7 +239,10 @@ class EnvPool:
 
     def _retire(self, slot: _Slot, replace: bool) -> None:
         """Stop ``slot`` outside the lock; start a new one if the pool is below ``min_size``."""
-        slot.state = "stopping"
+        with self._cond:
+            if slot.state == "leased":
+                return  # handed out meanwhile: its holder finds out
+            slot.state = "stopping"
         with suppress(Exception):
             slot.provider.stop()
         with self._cond:
