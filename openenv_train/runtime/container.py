@@ -76,6 +76,7 @@ class ContainerProvider:
         startup_timeout: float = 60.0,
         log_lines: int = 50,
         container_port: int = CONTAINER_PORT,
+        host_port: int | None = None,
     ) -> None:
         if not isinstance(image, str) or not image:
             raise ValueError("image: give an image name, e.g. 'openenv-train/echo-env:latest'")
@@ -101,7 +102,7 @@ class ContainerProvider:
         self.user, self.mem_limit, self.pids_limit, self.cpus = user, mem_limit, pids_limit, cpus
         self.tmpfs_size, self.network = tmpfs_size, network
         self.startup_timeout, self.log_lines = float(startup_timeout), log_lines
-        self.container_port = container_port
+        self.container_port, self.host_port = container_port, host_port
         self.base_url: str | None = None
         self._client: Any = None
         self._created = False
@@ -186,7 +187,9 @@ class ContainerProvider:
                 "python3", "-m", "openenv_train.runtime.launch", "--app", self.app,
                 "--host", "0.0.0.0", "--port", str(self.container_port),
             ]  # fmt: skip
-        host: dict[str, Any] = {"port_bindings": {self.container_port: ("127.0.0.1", None)}}
+        host: dict[str, Any] = {
+            "port_bindings": {self.container_port: ("127.0.0.1", self.host_port)}
+        }
         if "user" not in self.relax:
             config["user"] = self.user
         if "cap_drop" not in self.relax:
