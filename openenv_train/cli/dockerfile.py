@@ -25,13 +25,14 @@ TEMPLATE = """\
 ARG BASE_IMAGE={default_base}
 
 FROM ${{BASE_IMAGE}} AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python3 -m venv {venv}
 WORKDIR /src
 COPY . .
+# pip compiles the bytecode here, once: a container with a read-only root then starts without
+# compiling every module again (about a second less to ready).
 RUN if [ -d .openenv_train ]; then {venv}/bin/pip install ./.openenv_train; fi \\
-    && {venv}/bin/pip install . \\
-    && find {venv} -name __pycache__ -prune -exec rm -rf {{}} +
+    && {venv}/bin/pip install .
 
 FROM ${{BASE_IMAGE}}
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH={venv}/bin:$PATH OPENENV_MODE=simulation
