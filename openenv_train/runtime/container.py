@@ -11,10 +11,8 @@ Stopping kills without a grace period, removes, and verifies the removal by an e
 
 from __future__ import annotations
 
-import http.client
 import os
 import threading
-import time
 import uuid
 import weakref
 from collections.abc import Iterable, Mapping
@@ -23,6 +21,7 @@ from typing import Any
 
 from ..core.errors import ServerStartError
 from . import container_engine as ce
+from .health import wait_healthy
 
 #: The defaults ``relax`` can turn off, by name.
 RELAXABLE = ("user", "cap_drop", "no_new_privileges", "read_only", "limits")
@@ -242,34 +241,8 @@ class ContainerProvider:
     def wait_healthy(self) -> None:
         """Poll ``GET /health``; on exit or timeout stop and raise with logs and exit code."""
         assert self.base_url is not None
-        port = int(self.base_url.rsplit(":", 1)[1])
-        deadline = time.monotonic() + self.startup_timeout
-        delay, last, checked = 0.02, "no answer yet", time.monotonic()
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2.0)
-                try:
-                    conn.request("GET", "/health")
-                    resp = conn.getresponse()
-                    resp.read()
-                    if resp.status == 200:
-                        return
-                    last = f"GET /health answered HTTP {resp.status}"
-                finally:
-                    conn.close()
-            except OSError as e:
-                last = f"GET /health failed: {e}"
-            now = time.monotonic()
-            if now - checked > 0.5:
-                checked = now
-                if not self.running:
-                    self._fail("exited before it became healthy")
-            if now > deadline:
-                self._fail(
-                    f"did not become healthy within startup_timeout={self.startup_timeout}s ({last})"
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
+        exited = lambda: not self.running  # noqa: E731
+        wait_healthy(self.base_url, self.startup_timeout, exited, self._fail, check_every=0.5)
 
     def _fail(self, why: str) -> None:
         logs = self.logs()

@@ -12,8 +12,6 @@ replaced). ``close()`` stops everything, verified by each provider.
 from __future__ import annotations
 
 import concurrent.futures
-import http.client
-import json
 import threading
 import time
 import weakref
@@ -22,26 +20,11 @@ from contextlib import suppress
 from typing import Any
 
 from ..core.errors import InfrastructureError
+from .health import health
 
 
 class PoolClosedError(InfrastructureError):
     """The pool was closed; no server can be acquired from it."""
-
-
-def health(base_url: str, timeout: float = 2.0) -> dict[str, Any] | None:
-    """The ``/health`` answer of a server, or None if it does not answer 200."""
-    host, port = base_url.rsplit("/", 1)[1].rsplit(":", 1)
-    try:
-        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
-        try:
-            conn.request("GET", "/health")
-            resp = conn.getresponse()
-            body = resp.read()
-        finally:
-            conn.close()
-        return json.loads(body or b"{}") if resp.status == 200 else None
-    except (OSError, ValueError):
-        return None
 
 
 class _Slot:

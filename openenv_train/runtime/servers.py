@@ -6,12 +6,11 @@ Every runtime returns a ``ServerGroup``-like object: ``.base_urls``, an idempote
 
 from __future__ import annotations
 
-import concurrent.futures
 import uuid
 from typing import Any
 
 from .container import ContainerProvider
-from .local import ServerGroup, start_local_servers
+from .local import ServerGroup, start_group, start_local_servers
 
 RUNTIMES = ("local", "docker", "podman")
 
@@ -24,16 +23,7 @@ def start_container_servers(app: str | None, n: int, *, image: str, **options: A
     group = ServerGroup(
         ContainerProvider(image, app=app, run_id=run_id, **options) for _ in range(n)
     )
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
-            for fut in [pool.submit(p._spawn) for p in group]:
-                fut.result()
-            for fut in [pool.submit(p.wait_healthy) for p in group]:
-                fut.result()
-    except BaseException:
-        group.stop()
-        raise
-    return group
+    return start_group(group, parallel_spawn=True)
 
 
 def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
