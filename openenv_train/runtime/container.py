@@ -27,6 +27,7 @@ from .health import wait_healthy
 RELAXABLE = ("user", "cap_drop", "no_new_privileges", "read_only", "limits")
 CONTAINER_PORT = 8000
 NAME_PREFIX = "openenv-train"
+ISOLATED_NETWORK = "openenv-train-isolated"  # internal: no route out, host-only bridge
 
 _REAPED: set[str] = set()  # engines already swept for orphans by this process
 _REAP_LOCK = threading.Lock()
@@ -51,8 +52,10 @@ class ContainerProvider:
 
     ``app`` (an import path) overrides what the image serves, ``command`` the whole command;
     neither keeps the image's CMD.
-    ``network="none"`` is not supported with a published port; use ``network`` to name another
-    engine network (e.g. one created with ``--internal``, which has no route outside).
+    ``network="none"``: no route out of the container. It joins an internal engine network
+    (``openenv-train-isolated``, created on first use) that has no gateway to the outside; nothing
+    is published and the server is reached at the container's address on that host-only bridge.
+    Any other ``network`` names an engine network to join (ports still published on loopback).
     """
 
     def __init__(
@@ -87,11 +90,6 @@ class ContainerProvider:
             )
         if not (isinstance(startup_timeout, (int, float)) and startup_timeout > 0):
             raise ValueError(f"startup_timeout must be > 0 seconds, got {startup_timeout!r}")
-        if network == "none":
-            raise ValueError(
-                "network='none' leaves no way to reach the server; pass the name of an internal "
-                "engine network instead (docker network create --internal NAME)"
-            )
         self.image, self.app, self.engine, self.command = image, app, engine, command
         self.url = ce.engine_url(engine)
         self.run_id = run_id or uuid.uuid4().hex[:12]
@@ -186,9 +184,14 @@ class ContainerProvider:
                 "python3", "-m", "openenv_train.runtime.launch", "--app", self.app,
                 "--host", "0.0.0.0", "--port", str(self.container_port),
             ]  # fmt: skip
-        host: dict[str, Any] = {
-            "port_bindings": {self.container_port: ("127.0.0.1", self.host_port)}
-        }
+        host: dict[str, Any] = {}
+        if self.network == "none":
+            host["network_mode"] = ISOLATED_NETWORK
+            del config["ports"]
+        else:
+            host["port_bindings"] = {self.container_port: ("127.0.0.1", self.host_port)}
+            if self.network is not None:
+                host["network_mode"] = self.network
         if "user" not in self.relax:
             config["user"] = self.user
         if "cap_drop" not in self.relax:
@@ -202,8 +205,6 @@ class ContainerProvider:
             host["mem_limit"] = self.mem_limit
             host["pids_limit"] = self.pids_limit
             host["nano_cpus"] = int(self.cpus * 1e9)
-        if self.network is not None:
-            host["network_mode"] = self.network
         return config, host
 
     def _spawn(self) -> None:
@@ -213,6 +214,8 @@ class ContainerProvider:
             self._client = ce.connect(self.engine)
         _reap_once(self._client, self.url)
         api = self._client.api
+        if self.network == "none":
+            ce.ensure_internal_network(self._client, ISOLATED_NETWORK)
         config, host = self.create_args()
         try:
             api.create_container(self.image, host_config=api.create_host_config(**host), **config)
@@ -232,8 +235,15 @@ class ContainerProvider:
             ) from e
         self._owner_pid = os.getpid()
         self._finalizer = weakref.finalize(self, _finalize, self._client, self.name, os.getpid())
-        ports = ce.published_ports(api.inspect_container(self.name))
-        port = next((p for _, p in ports if p), None)
+        attrs = api.inspect_container(self.name)
+        if self.network == "none":
+            nets = (attrs.get("NetworkSettings") or {}).get("Networks") or {}
+            ip = (nets.get(ISOLATED_NETWORK) or {}).get("IPAddress")
+            if not ip:
+                self._fail(f"has no address on the {ISOLATED_NETWORK} network")
+            self.base_url = f"http://{ip}:{self.container_port}"
+            return
+        port = next((p for _, p in ce.published_ports(attrs) if p), None)
         if port is None:
             self._fail("has no published port")
         self.base_url = f"http://127.0.0.1:{port}"

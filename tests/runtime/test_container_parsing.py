@@ -166,3 +166,17 @@ def test_orphans_are_containers_whose_owner_died():
         item("not-ours", **{ce.LABEL_PROJECT: "someone-else", ce.LABEL_OWNER_PID: dead_pid}),
     ]
     assert ce.orphans(listing) == ["dead", "reused-pid"]
+
+
+def test_an_internal_network_must_have_a_host_address_to_serve_from():
+    """Recorded ``inspect_network`` IPAM of an internal network: Docker 20.10, then Podman 4.3."""
+    docker = {
+        "Internal": True,
+        "IPAM": {"Config": [{"Subnet": "172.20.0.0/16", "Gateway": "172.20.0.1"}]},
+    }
+    podman = {
+        "Internal": True,
+        "IPAM": {"Config": [{"Subnet": "10.89.0.0/24", "Gateway": "<nil>"}]},
+    }
+    assert ce.host_gateway(docker) == "172.20.0.1"
+    assert ce.host_gateway(podman) is None

@@ -155,3 +155,31 @@ def test_the_venv_is_in_exactly_one_image_layer(engine, image_of):
     venv_layers = [h for h in facts.history if "/opt/venv" in h and "COPY" in h]
     assert len(venv_layers) == 1, facts.history
     assert facts.layers >= 2
+
+
+EGRESS = (
+    "import socket, urllib.request\n"
+    "try:\n"
+    "    urllib.request.urlopen('http://pypi.org', timeout=5); print('open')\n"
+    "except Exception as e:\n"
+    "    print('blocked', type(e).__name__)\n"
+)
+
+
+def test_network_none_has_no_route_out_and_is_still_served(image_of):
+    with ContainerProvider(image_of("docker"), engine="docker", network="none") as p:
+        assert httpx.get(p.base_url + "/health").status_code == 200
+        assert p.hardening().published == ()
+        container = p._client.containers.get(p.name)
+        out = container.exec_run(["python3", "-c", EGRESS])[1].decode()
+        assert out.startswith("blocked"), out
+        info = p._client.api.inspect_network("openenv-train-isolated")
+        assert info["Internal"] is True and ce.host_gateway(info)
+
+
+def test_network_none_on_podman_4_is_refused_with_the_reason(image_of):
+    """Podman 4 gives internal networks no host address: the server could not be reached."""
+    p = ContainerProvider(image_of("podman"), engine="podman", network="none")
+    with pytest.raises(ce.EngineError, match="no gateway address on this host"):
+        p.start()
+    assert ce.list_exact(ce.connect("podman"), p.name) == []
