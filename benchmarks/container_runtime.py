@@ -96,7 +96,7 @@ def main() -> None:
     args = ap.parse_args()
     engines = [e for e in args.engines.split(",") if e]
     repeats, acquires, seconds = (3, 100, 2.0) if args.quick else (7, 400, 5.0)
-    console = Console()
+    console = Console(width=150)
     from openenv_train.cli.env_build import build_image
 
     for engine in engines:
