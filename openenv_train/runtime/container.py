@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import ServerStartError
 from . import container_engine as ce
-from .health import wait_healthy
+from .health import Provider, wait_healthy
 
 #: The defaults ``relax`` can turn off, by name.
 RELAXABLE = ("user", "cap_drop", "no_new_privileges", "read_only", "limits")
@@ -47,7 +47,7 @@ def _finalize(client: Any, name: str, owner_pid: int) -> None:
             ce.remove_verified(client, name)
 
 
-class ContainerProvider:
+class ContainerProvider(Provider):
     """Serve an env image in a container on ``engine`` (``docker``, ``podman`` or an API URL).
 
     ``app`` (an import path) overrides what the image serves, ``command`` the whole command;
@@ -108,15 +108,6 @@ class ContainerProvider:
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> str:
-        """Create and start the container, wait for ``/health``; returns the base URL."""
-        if self.base_url is not None and self.running:
-            return self.base_url
-        self._spawn()
-        self.wait_healthy()
-        assert self.base_url is not None
-        return self.base_url
-
     def stop(self) -> None:
         """Kill and remove the container, then verify it is gone. Idempotent.
 
@@ -153,13 +144,6 @@ class ContainerProvider:
     def hardening(self) -> ce.Hardening:
         """What the running container really has (see ``container_engine.Hardening``)."""
         return ce.inspect_hardening(self._client, self.name)
-
-    def __enter__(self) -> ContainerProvider:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"ContainerProvider({self.image!r}, name={self.name!r}, base_url={self.base_url!r})"

@@ -1,4 +1,5 @@
-"""``GET /health`` probing shared by every provider and the pool."""
+"""What every provider shares: ``GET /health`` probing (also used by the pool) and the
+start / context-manager lifecycle (``Provider``)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,42 @@ def wait_healthy(
             fail(f"did not become healthy within startup_timeout={timeout}s ({last})")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.25)
+
+
+class Provider:
+    """The lifecycle every provider shares: ``start()`` = spawn + wait for ``/health``; ``with``.
+
+    Subclasses implement ``_spawn()`` (sets ``base_url``), ``wait_healthy()``, ``stop()`` and
+    ``running``; ``start_group`` calls the two steps itself to start many in parallel.
+    """
+
+    base_url: str | None = None
+
+    @property
+    def running(self) -> bool:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def _spawn(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def wait_healthy(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def start(self) -> str:
+        """Start the server and wait until ``/health`` answers; returns the base URL."""
+        if self.base_url is not None and self.running:
+            return self.base_url
+        self._spawn()
+        self.wait_healthy()
+        assert self.base_url is not None
+        return self.base_url
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

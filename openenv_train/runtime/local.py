@@ -23,7 +23,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..core.errors import ServerStartError
-from .health import wait_healthy
+from .health import Provider, wait_healthy
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
@@ -76,7 +76,7 @@ def _finalize(proc: subprocess.Popen[bytes], log_fd: int, owner_pid: int) -> Non
         os.close(log_fd)
 
 
-class LocalProcessProvider:
+class LocalProcessProvider(Provider):
     """Serve ``app`` on ``host`` (loopback by default) in a subprocess.
 
     ``env`` adds to (not replaces) the parent's environment. ``start()`` returns the base URL.
@@ -116,15 +116,6 @@ class LocalProcessProvider:
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> str:
-        """Start the server and wait until ``/health`` answers; returns the base URL."""
-        if self.base_url is not None and self.running:
-            return self.base_url
-        self._spawn()
-        self.wait_healthy()
-        assert self.base_url is not None
-        return self.base_url
-
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout``). Idempotent.
 
@@ -159,13 +150,6 @@ class LocalProcessProvider:
     def log_path(self) -> str | None:
         """A path to read the live log through (``/proc/<owner>/fd/N``); the file has no name."""
         return f"/proc/{os.getpid()}/fd/{self._log_fd}" if self._log_fd is not None else None
-
-    def __enter__(self) -> LocalProcessProvider:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"LocalProcessProvider({self.app!r}, base_url={self.base_url!r}, pid={self.pid})"
