@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench clean
+.PHONY: setup demo test test-main test-vllm lint bench clean engines
 
 $(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ test-main: setup
 
 test-vllm:
 	bash scripts/ci_vllm.sh
+
+# Docker + Podman + the local base image the container tests use (root; idempotent; CI runs it).
+engines:
+	bash scripts/container_engines.sh
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -1,7 +1,10 @@
 """The ``openenv-train`` command.
 
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
-    openenv-train serve APP [--host --port]    serve an env app (``pkg.server.app:app``)
+    openenv-train init NAME [--dir D]          scaffold an env package (env_cli)
+    openenv-train serve PATH_OR_APP [--runtime local|docker|podman] [--port]
+    openenv-train build PATH [--tag --base-image]    build an env image
+    openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
@@ -54,19 +57,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    if ":" not in args.app:
-        raise CLIError(
-            f"app: {args.app!r} must be an import path 'package.module:attribute' (e.g. echo_env.server.app:app)"
-        )
-    from openenv_train.server import serve
-
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr)
-    serve(args.app, host=args.host, port=args.port)
-    return 0
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     model_dir = Path(args.model)
     if not (model_dir / "config.json").is_file():
@@ -101,11 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default=None, help="override the run name (output under runs/<name>)")
     p.set_defaults(func=cmd_train)
 
-    p = sub.add_parser("serve", help="serve an env app over HTTP/WebSocket")
-    p.add_argument("app", help="ASGI import path, e.g. blackjack_env.server.app:app")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
-    p.add_argument("--port", type=int, default=8000)
-    p.set_defaults(func=cmd_serve)
+    from .env_cli import register as register_env_commands
+
+    register_env_commands(sub)  # init, serve, build, validate
 
     p = sub.add_parser("eval", help="evaluate a saved model with its recipe's evaluator")
     p.add_argument("model", help="model folder (runs/<name>/model)")

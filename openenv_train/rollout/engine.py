@@ -38,7 +38,10 @@ def prompt_messages(prompt: Any) -> list[dict[str, Any]]:
 
 
 def base_urls_of(servers: Sequence[Any]) -> list[str]:
-    """URLs from strings or providers (anything with ``base_url``)."""
+    """URLs from strings or providers (anything with ``base_url``), or of a server group or
+    ``EnvPool`` (anything with ``base_urls``)."""
+    if hasattr(servers, "base_urls"):
+        return list(servers.base_urls)
     urls = []
     for s in servers:
         url = s if isinstance(s, str) else getattr(s, "base_url", None)

@@ -1,5 +1,18 @@
-"""Runtimes that start env servers. The local subprocess provider is the embedded default."""
+"""Runtimes that start env servers: local processes (the embedded default), hardened Docker or
+Podman containers, and warm pools over either. ``start_servers`` is the one entry point."""
 
+from .container import ContainerProvider
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
+from .pool import EnvPool, Lease
+from .servers import start_container_servers, start_servers
 
-__all__ = ["LocalProcessProvider", "ServerGroup", "start_local_servers"]
+__all__ = [
+    "ContainerProvider",
+    "EnvPool",
+    "Lease",
+    "LocalProcessProvider",
+    "ServerGroup",
+    "start_container_servers",
+    "start_local_servers",
+    "start_servers",
+]

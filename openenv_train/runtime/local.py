@@ -11,20 +11,19 @@ the server at garbage collection or interpreter exit.
 from __future__ import annotations
 
 import concurrent.futures
-import http.client
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any
 
 from ..core.errors import ServerStartError
+from .health import Provider, wait_healthy
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
@@ -77,7 +76,7 @@ def _finalize(proc: subprocess.Popen[bytes], log_fd: int, owner_pid: int) -> Non
         os.close(log_fd)
 
 
-class LocalProcessProvider:
+class LocalProcessProvider(Provider):
     """Serve ``app`` on ``host`` (loopback by default) in a subprocess.
 
     ``env`` adds to (not replaces) the parent's environment. ``start()`` returns the base URL.
@@ -117,15 +116,6 @@ class LocalProcessProvider:
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> str:
-        """Start the server and wait until ``/health`` answers; returns the base URL."""
-        if self.base_url is not None and self.running:
-            return self.base_url
-        self._spawn()
-        self.wait_healthy()
-        assert self.base_url is not None
-        return self.base_url
-
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after ``stop_timeout``). Idempotent.
 
@@ -160,13 +150,6 @@ class LocalProcessProvider:
     def log_path(self) -> str | None:
         """A path to read the live log through (``/proc/<owner>/fd/N``); the file has no name."""
         return f"/proc/{os.getpid()}/fd/{self._log_fd}" if self._log_fd is not None else None
-
-    def __enter__(self) -> LocalProcessProvider:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"LocalProcessProvider({self.app!r}, base_url={self.base_url!r}, pid={self.pid})"
@@ -218,32 +201,10 @@ class LocalProcessProvider:
     def wait_healthy(self) -> None:
         """Poll ``GET /health`` until it answers 200; on failure stop and raise ``ServerStartError``."""
         assert self._proc is not None and self.base_url is not None
-        deadline = time.monotonic() + self.startup_timeout
-        host, port = self.base_url.rsplit("/", 1)[1].rsplit(":", 1)
-        delay, last = 0.02, "no answer yet"
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                self._fail("exited before it became healthy")
-            try:
-                conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=2.0)
-                try:
-                    conn.request("GET", "/health")
-                    resp = conn.getresponse()
-                    resp.read()
-                    if resp.status == 200:
-                        return
-                    last = f"GET /health answered HTTP {resp.status}"
-                finally:
-                    conn.close()
-            except OSError as e:
-                last = f"GET /health failed: {e}"
-            if time.monotonic() > deadline:
-                self._fail(
-                    f"did not become healthy within startup_timeout={self.startup_timeout}s ({last})"
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
+        proc = self._proc
+        wait_healthy(
+            self.base_url, self.startup_timeout, lambda: proc.poll() is not None, self._fail
+        )
 
     def _fail(self, why: str) -> None:
         proc = self._proc
@@ -264,10 +225,20 @@ def start_local_servers(app: str, n: int, **kwargs: Any) -> ServerGroup:
     if not (isinstance(n, int) and n >= 1):
         raise ValueError(f"n must be an int >= 1, got {n!r}")
     group = ServerGroup(LocalProcessProvider(app, **kwargs) for _ in range(n))
+    return start_group(group, parallel_spawn=False)
+
+
+def start_group(group: ServerGroup, parallel_spawn: bool) -> ServerGroup:
+    """Spawn every provider (in order, or in parallel when spawning is slow, e.g. an engine
+    request), then wait for all in parallel; on any failure stop them all and raise."""
     try:
-        for p in group:
-            p._spawn()  # fast, in order; the slow part (imports, startup) runs in parallel
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(n, 32)) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(group), 32)) as pool:
+            if parallel_spawn:
+                for fut in [pool.submit(p._spawn) for p in group]:
+                    fut.result()
+            else:
+                for p in group:
+                    p._spawn()  # fast; the slow part (imports, startup) runs in parallel
             for fut in [pool.submit(p.wait_healthy) for p in group]:
                 fut.result()
     except BaseException:
@@ -276,8 +247,9 @@ def start_local_servers(app: str, n: int, **kwargs: Any) -> ServerGroup:
     return group
 
 
-class ServerGroup(list[LocalProcessProvider]):
-    """Providers started together; ``with start_local_servers(app, 4) as servers:`` stops them all."""
+class ServerGroup(list[Any]):
+    """Providers started together (local or container); ``with start_servers(app, 4) as servers:``
+    stops them all."""
 
     @property
     def base_urls(self) -> list[str]:
@@ -288,7 +260,7 @@ class ServerGroup(list[LocalProcessProvider]):
         if not self:
             return
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(self), 32)) as pool:
-            list(pool.map(LocalProcessProvider.stop, self))
+            list(pool.map(lambda p: p.stop(), self))
 
     def __enter__(self) -> ServerGroup:
         return self

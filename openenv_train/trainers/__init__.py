@@ -11,7 +11,7 @@ from .callbacks import (
     RichProgressCallback,
     plot_learning_curve,
 )
-from .environment import list_server_tools, make_environment_class
+from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
 from .warmup import format_warmup, quick_format_warmup
@@ -25,6 +25,7 @@ __all__ = [
     "format_warmup",
     "list_server_tools",
     "make_environment_class",
+    "release_callback",
     "make_format_reward",
     "make_harness_rollout_func",
     "make_rollout_func",

@@ -10,6 +10,7 @@ generated from the tool's JSON schema, and every instance owns one WebSocket ses
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import keyword
@@ -128,6 +129,8 @@ class EnvSessionBase:
     _render_reset: Callable[[Any], str | None] | None = None
     _timeout: float = 30.0
     _counter = 0
+    _servers: Any = None  # a server group or pool the class owns (stopped by release_all)
+    _live: weakref.WeakSet[EnvSessionBase]
 
     def __init__(self) -> None:
         cls = type(self)
@@ -144,6 +147,25 @@ class EnvSessionBase:
         self._rewards: list[float] = []
         self._done = False
         weakref.finalize(self, _close_quietly, self._client)
+        cls._live.add(self)
+
+    def _release(self) -> None:
+        _close_quietly(self._client)
+
+    @classmethod
+    def release_all(cls) -> None:
+        """Close every instance's session and stop the servers the class owns.
+
+        TRL's ``environment_factory`` never calls ``close()`` on the instances it makes, so
+        ``ReleaseEnvironments`` (a trainer callback) calls this at train end, and so does an exit
+        hook. (A classmethod: TRL offers only plain methods as tools.)
+        """
+        for env in list(cls._live):
+            env._release()
+        cls._live.clear()
+        servers, cls._servers = cls._servers, None
+        if servers is not None:
+            servers.stop()
 
     def _ensure(self) -> None:
         if not self._connected:
@@ -209,13 +231,22 @@ def make_environment_class(
     reward_mode: str = "last",
     render_reset: Callable[[Any], str | None] | None = None,
     timeout: float = 30.0,
+    own_servers: bool = False,
 ) -> type[EnvSessionBase]:
     """A TRL ``environment_factory`` class for the MCP env(s) at ``servers`` (URLs or providers).
 
     ``tools`` defaults to the server's own list (fetched once now). Instances spread over the
     servers round-robin. ``reward_mode``: ``"last"`` step reward or their ``"sum"``.
     ``render_reset(step_result)`` gives text appended to the prompt after ``reset`` (default none).
+    ``servers`` may be a server group or ``EnvPool`` (anything with ``.base_urls``);
+    ``own_servers=True`` makes ``release_all()`` stop it too.
     """
+    if hasattr(servers, "base_urls"):
+        servers_obj, servers = servers, list(servers.base_urls)
+    else:
+        servers_obj = None
+    if own_servers and servers_obj is None:
+        raise ValueError("own_servers=True needs a server group or pool (with .stop()), not URLs")
     urls = (
         [servers]
         if isinstance(servers, str)
@@ -246,4 +277,34 @@ def make_environment_class(
     }
     for t in tool_list:
         namespace[t.name] = tool_method(t)
-    return type(name, (EnvSessionBase,), namespace)
+    namespace["_live"] = weakref.WeakSet()
+    if own_servers:
+        namespace["_servers"] = servers_obj
+    cls = type(name, (EnvSessionBase,), namespace)
+    atexit.register(_release_at_exit, weakref.ref(cls))
+    return cls
+
+
+def _release_at_exit(ref: weakref.ref[type[EnvSessionBase]]) -> None:
+    cls = ref()
+    if cls is not None:
+        try:
+            cls.release_all()
+        except Exception:
+            pass
+
+
+def release_callback(*classes: type[EnvSessionBase]) -> Any:
+    """A ``TrainerCallback`` that calls ``release_all()`` of ``classes`` when training ends.
+
+    ``GRPOTrainer(environment_factory=cls, callbacks=[release_callback(cls)])``; the exit hook
+    covers a run that crashes before ``on_train_end``.
+    """
+    from transformers import TrainerCallback
+
+    class ReleaseEnvironments(TrainerCallback):
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            for cls in classes:
+                cls.release_all()
+
+    return ReleaseEnvironments()

@@ -54,12 +54,36 @@ class ModelSection(_Strict):
 
 
 class EnvSection(_Strict):
-    """Env servers: ``num_servers`` local processes of ``app``, or existing ``base_urls``."""
+    """Env servers: ``num_servers`` of ``app`` on ``runtime``, or existing ``base_urls``.
+
+    ``runtime: docker`` / ``podman`` runs hardened containers of ``image`` (``openenv-train
+    build envs/blackjack_env --tag IMAGE``); ``relax`` names hardening defaults to turn off.
+    """
 
     app: str = "blackjack_env.server.app:app"
     num_servers: int = Field(2, ge=1)
     base_urls: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(60.0, gt=0)
+    runtime: Literal["local", "docker", "podman"] = "local"
+    image: str | None = None
+    engine: str | None = None  # an engine API URL; default: the runtime's own socket
+    relax: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _image(self) -> EnvSection:
+        if self.runtime != "local" and not self.image and not self.base_urls:
+            raise ValueError(
+                f"env.image: env.runtime={self.runtime} needs an image; build one with "
+                "`openenv-train build envs/blackjack_env --tag openenv-train/blackjack_env:latest`"
+            )
+        return self
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``openenv_train.runtime.start_servers`` for this section."""
+        opts: dict[str, Any] = {"runtime": self.runtime, "startup_timeout": self.startup_timeout_s}
+        if self.runtime != "local":
+            opts.update(image=self.image, relax=self.relax, engine=self.engine or self.runtime)
+        return opts
 
 
 class RolloutSection(_Strict):

@@ -1,7 +1,7 @@
 """GRPO BlackJack: a model learns hit/stand through TRL's GRPOTrainer on real local env servers.
 
 config -> model (tiny Llama built here + format warm-up, or a folder / hub model) -> N BlackJack
-servers -> GRPOTrainer(rollout_func=the batched rollout engine over the servers) -> train ->
+servers (local processes or docker/podman containers) -> GRPOTrainer(rollout_func=the batched rollout engine over the servers) -> train ->
 save. Evaluation (greedy evals before, during and after beside the baselines, the best weights,
 curve.png and summary.json) is ``evaluate.TrainingEval``. Everything lands in ``runs/<name>/``.
 
@@ -156,17 +156,15 @@ def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
 
 
 def start_servers(cfg: RecipeConfig) -> tuple[Any, list[str]]:
-    """``(server group or None, base URLs)``: ``env.base_urls`` as given, or local servers."""
-    from openenv_train.runtime import start_local_servers
+    """``(server group or None, base URLs)``: ``env.base_urls`` as given, or servers of ``env.runtime``."""
+    from openenv_train.runtime import start_servers as start_env_servers
 
     if cfg.env.base_urls:
         return None, list(cfg.env.base_urls)
     t0 = time.perf_counter()
-    servers = start_local_servers(
-        cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
-    )
+    servers = start_env_servers(cfg.env.app, cfg.env.num_servers, **cfg.env.server_options())
     console.print(
-        f"started {len(servers.base_urls)} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
+        f"started {len(servers.base_urls)} {cfg.env.runtime} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
     )
     return servers, servers.base_urls
 

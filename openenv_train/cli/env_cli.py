@@ -1,0 +1,202 @@
+"""The env author's commands: ``init``, ``serve``, ``build``, ``validate`` (``register(sub)``).
+
+Every failure is a ``CLIError`` (clear message, exit status 2); slow steps show rich progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from .main import CLIError
+
+console = Console(stderr=True)
+RUNTIMES = ("local", "docker", "podman")
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .scaffold import scaffold
+
+    dest = Path(args.dir) / args.name if args.dir else Path(args.name)
+    try:
+        files = scaffold(args.name, dest)
+    except (ValueError, FileExistsError) as e:
+        raise CLIError(str(e)) from None
+    for f in files:
+        console.print(f"  created {f}")
+    console.print(
+        f"[green]{args.name}[/] ready. Next: cd {dest} && python -m pytest tests; "
+        f"openenv-train serve {dest}; openenv-train build {dest}"
+    )
+    return 0
+
+
+def _package_dir(target: str) -> tuple[Path | None, str]:
+    """(env folder or None, app import path) for a PATH_OR_APP argument."""
+    path = Path(target)
+    if path.is_dir():
+        from .env_build import env_package
+
+        try:
+            return path, f"{env_package(path)}.server.app:app"
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+    if ":" not in target or target.startswith(":") or target.endswith(":"):
+        raise CLIError(
+            f"{target!r} is neither an env folder nor an import path "
+            "'package.module:attribute' (e.g. echo_env.server.app:app)"
+        )
+    return None, target
+
+
+def _build(env_dir: Path, tag: str, base_image: str | None, engine: str):
+    from ..runtime.container_engine import EngineError
+    from .env_build import BuildError, build_image
+
+    step = {"n": "starting"}
+    try:
+        with console.status(f"building {tag} on {engine}...") as status:
+
+            def on_line(line: str) -> None:
+                if line.startswith("Step ") or line.startswith("STEP "):
+                    step["n"] = line.split(":", 1)[0]
+                    status.update(f"building {tag} on {engine}: {line[:90]}")
+
+            return build_image(env_dir, tag, base_image=base_image, engine=engine, on_line=on_line)
+    except (BuildError, EngineError, ValueError) as e:
+        raise CLIError(str(e)) from None
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .env_build import default_tag
+
+    env_dir = Path(args.path)
+    if not env_dir.is_dir():
+        raise CLIError(
+            f"PATH {args.path!r} is not a folder; pass an env folder (openenv-train init)"
+        )
+    try:
+        tag = args.tag or default_tag(env_dir)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    t0 = time.perf_counter()
+    facts = _build(env_dir, tag, args.base_image, args.engine)
+    print(
+        f"built {facts.tag} in {time.perf_counter() - t0:.0f}s: "
+        f"{facts.size / 1e6:.1f} MB, {facts.layers} layers"
+    )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    env_dir, app = _package_dir(args.target)
+    if args.runtime == "local":
+        if env_dir is not None:
+            sys.path.insert(0, str(env_dir.resolve()))
+            os.environ["PYTHONPATH"] = os.pathsep.join(
+                [str(env_dir.resolve()), os.environ.get("PYTHONPATH", "")]
+            )
+        from openenv_train.server import serve
+
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(
+                f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr
+            )
+        serve(app, host=args.host, port=args.port)
+        return 0
+    from ..core.errors import InfrastructureError
+    from ..runtime import ContainerProvider
+
+    image = args.image
+    if image is None:
+        if env_dir is None:
+            raise CLIError(f"--runtime {args.runtime} with an app path needs --image IMAGE")
+        from .env_build import default_tag
+
+        image = default_tag(env_dir)
+        _build(env_dir, image, args.base_image, args.runtime)
+    provider = ContainerProvider(image, engine=args.runtime, host_port=args.port)
+    try:
+        with console.status(f"starting {image} on {args.runtime}..."):
+            provider.start()
+        print(f"serving {image} at {provider.base_url} ({args.runtime}, hardened); Ctrl-C stops")
+        while provider.running:
+            time.sleep(1)
+        raise CLIError(f"the container exited:\n{provider.logs()}")
+    except InfrastructureError as e:
+        raise CLIError(str(e)) from None
+    finally:
+        provider.stop()
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..runtime.container_engine import EngineError
+    from . import validate as v
+
+    target = args.target
+    with console.status(f"validating {target}..."):
+        try:
+            if target.startswith(("http://", "https://")):
+                checks = v.runtime_checks(target.rstrip("/"), args.max_probe)
+            elif Path(target).exists():
+                checks = v.validate_path(Path(target), args.max_probe)
+            else:
+                checks = v.validate_image(target, args.engine, args.max_probe)
+        except EngineError as e:
+            raise CLIError(str(e)) from None
+        except Exception as e:  # an image that does not exist, a server that will not start
+            raise CLIError(f"cannot validate {target}: {type(e).__name__}: {e}") from None
+    text = v.report(target, checks, args.json)
+    if args.json:
+        print(text)
+    else:
+        Console().print(text)
+    return 1 if any(c.ok is False for c in checks) else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``init``, ``serve``, ``build`` and ``validate`` to the ``openenv-train`` parser."""
+    p = sub.add_parser(
+        "init", help="scaffold an env package (models, server, client, Dockerfile, tests)"
+    )
+    p.add_argument("name", help="Python package name, e.g. my_env")
+    p.add_argument("--dir", default=None, help="parent folder (default: the current folder)")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("serve", help="serve an env folder or app on 127.0.0.1 (local or container)")
+    p.add_argument(
+        "target", metavar="PATH_OR_APP", help="env folder, or import path pkg.server.app:app"
+    )
+    p.add_argument("--runtime", choices=RUNTIMES, default="local")
+    p.add_argument("--port", type=int, default=8000, help="loopback port (default 8000)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="bind address, local runtime (default loopback)"
+    )
+    p.add_argument("--image", default=None, help="container image (default: build PATH first)")
+    p.add_argument("--base-image", default=None, help="BASE_IMAGE when serve builds the image")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("build", help="build an env's image; prints its size and layer count")
+    p.add_argument("path", metavar="PATH", help="env folder with a Dockerfile")
+    p.add_argument(
+        "--tag", default=None, help="image name (default openenv-train/<package>:latest)"
+    )
+    p.add_argument(
+        "--base-image", default=None, help="BASE_IMAGE build argument (default python:3.11-slim)"
+    )
+    p.add_argument("--engine", default="docker", help="docker, podman or an engine API URL")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("validate", help="static, runtime and hardening checks of an env")
+    p.add_argument("target", metavar="PATH|URL|IMAGE")
+    p.add_argument("--json", action="store_true", help="machine-readable report (for CI)")
+    p.add_argument("--engine", default="docker", help="engine for an IMAGE (docker, podman, URL)")
+    p.add_argument(
+        "--max-probe", type=int, default=5000, help="probe capacity up to this many sessions"
+    )
+    p.set_defaults(func=cmd_validate)

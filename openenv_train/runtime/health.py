@@ -1,0 +1,103 @@
+"""What every provider shares: ``GET /health`` probing (also used by the pool) and the
+start / context-manager lifecycle (``Provider``)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def probe(base_url: str, timeout: float = 2.0) -> tuple[int | None, Any, str]:
+    """(HTTP status or None, the JSON body or None, what went wrong in words)."""
+    host, port = base_url.rsplit("/", 1)[1].rsplit(":", 1)
+    try:
+        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
+        try:
+            conn.request("GET", "/health")
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+    except OSError as e:
+        return None, None, f"GET /health failed: {e}"
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError:
+        body = None
+    return resp.status, body, f"GET /health answered HTTP {resp.status}"
+
+
+def health(base_url: str, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The ``/health`` answer of a server, or None if it does not answer 200 with JSON."""
+    status, body, _ = probe(base_url, timeout)
+    return body if status == 200 and isinstance(body, dict) else None
+
+
+def wait_healthy(
+    base_url: str,
+    timeout: float,
+    exited: Callable[[], bool],
+    fail: Callable[[str], Any],
+    check_every: float = 0.0,
+) -> None:
+    """Poll until ``/health`` answers 200; ``fail(why)`` (which raises) on exit or timeout.
+
+    ``exited()`` is asked at most every ``check_every`` seconds (it may cost an engine request).
+    """
+    deadline = time.monotonic() + timeout
+    delay, checked = 0.02, float("-inf")
+    while True:
+        status, _, last = probe(base_url)
+        if status == 200:
+            return
+        now = time.monotonic()
+        if now - checked >= check_every:
+            checked = now
+            if exited():
+                fail("exited before it became healthy")
+        if now > deadline:
+            fail(f"did not become healthy within startup_timeout={timeout}s ({last})")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+class Provider:
+    """The lifecycle every provider shares: ``start()`` = spawn + wait for ``/health``; ``with``.
+
+    Subclasses implement ``_spawn()`` (sets ``base_url``), ``wait_healthy()``, ``stop()`` and
+    ``running``; ``start_group`` calls the two steps itself to start many in parallel.
+    """
+
+    base_url: str | None = None
+
+    @property
+    def running(self) -> bool:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def _spawn(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def wait_healthy(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def start(self) -> str:
+        """Start the server and wait until ``/health`` answers; returns the base URL."""
+        if self.base_url is not None and self.running:
+            return self.base_url
+        self._spawn()
+        self.wait_healthy()
+        assert self.base_url is not None
+        return self.base_url
+
+    def __enter__(self) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,45 @@
+"""``start_servers(app, n, runtime=...)``: the one entry point recipes and the CLI use.
+
+Every runtime returns a ``ServerGroup``-like object: ``.base_urls``, an idempotent verified
+``.stop()``, and context-manager use. A runtime not built here (``ray``) is wired in by name.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from .container import ContainerProvider
+from .local import ServerGroup, start_group, start_local_servers
+
+RUNTIMES = ("local", "docker", "podman")
+
+
+def start_container_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
+    """Start ``n`` containers of ``image`` in parallel (one run id); stops all on any failure."""
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    run_id = options.pop("run_id", None) or uuid.uuid4().hex[:12]
+    group = ServerGroup(
+        ContainerProvider(image, app=app, run_id=run_id, **options) for _ in range(n)
+    )
+    return start_group(group, parallel_spawn=True)
+
+
+def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
+    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker`` or ``podman``).
+
+    Container runtimes need ``image=`` (an image that contains ``app``; build one with
+    ``openenv-train build``); other options go to the provider (``relax=``, ``mem_limit=``...).
+    """
+    if runtime == "local":
+        return start_local_servers(app, n, **options)
+    if runtime in ("docker", "podman"):
+        if not options.get("image"):
+            raise ValueError(
+                f"runtime={runtime!r} needs image=...: an image with {app!r} in it "
+                "(build one: openenv-train build envs/<env> --tag NAME)"
+            )
+        options.setdefault("engine", runtime)
+        return start_container_servers(app, n, **options)
+    raise ValueError(f"runtime={runtime!r}: choose one of {RUNTIMES}")

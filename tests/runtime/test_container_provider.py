@@ -1,0 +1,185 @@
+"""``ContainerProvider`` against the real dockerd and the real Podman service."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import httpx
+import pytest
+from rt_containers import ENGINES, ROOT
+
+from openenv_train.client import MCPToolClient
+from openenv_train.core.errors import ServerStartError
+from openenv_train.runtime import ContainerProvider, start_servers
+from openenv_train.runtime import container_engine as ce
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hardened_by_default_and_stop_is_verified(engine, image_of):
+    p = ContainerProvider(image_of(engine), engine=engine)
+    with p:
+        assert p.base_url.startswith("http://127.0.0.1:")
+        assert httpx.get(p.base_url + "/health").json()["status"] == "healthy"
+        h = p.hardening()
+        assert h.cap_bnd == 0 and h.user == "10001:10001" and h.problems() == []
+        assert [ip for ip, _ in h.published] == ["127.0.0.1"]
+        container = p._client.containers.get(p.name)
+        code, out = container.exec_run(["sh", "-c", "touch /opt/x 2>/dev/null; echo $? $(id -u)"])
+        assert out.decode().split() == ["1", "10001"]  # read-only root, non-root user
+        assert container.exec_run(["sh", "-c", "touch /tmp/ok"])[0] == 0  # the tmpfs
+        labels = p._client.api.inspect_container(p.name)["Config"]["Labels"]
+        assert (
+            labels[ce.LABEL_OWNER_PID] == str(os.getpid()) and labels[ce.LABEL_RUN_ID] == p.run_id
+        )
+        with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through the port
+            client.reset()
+            assert "echo_message" in [t.name for t in client.list_tools()]
+    assert ce.list_exact(p._client, p.name) == []
+    p.stop()  # idempotent
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_default_is_relaxed_by_name(engine, image_of):
+    with ContainerProvider(image_of(engine), engine=engine, relax={"read_only", "limits"}) as p:
+        problems = " ".join(p.hardening().problems())
+        assert "writable" in problems and "memory" in problems  # (Podman keeps its own pids cap)
+        assert "runs as root" not in problems and "capability" not in problems
+    with pytest.raises(ValueError, match="relax: unknown"):
+        ContainerProvider("x", relax={"readonly"})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_crashing_server_reports_exit_code_and_logs_and_is_removed(engine, image_of):
+    p = ContainerProvider(image_of(engine), engine=engine, app="no_such_env.server.app:app")
+    with pytest.raises(ServerStartError) as err:
+        p.start()
+    msg = str(err.value)
+    assert "exited before it became healthy" in msg and "exit code 1" in msg
+    assert "no_such_env" in msg  # the container's own log lines
+    assert ce.list_exact(ce.connect(engine), p.name) == []
+
+
+def test_a_missing_image_says_how_to_build_it():
+    with pytest.raises(ServerStartError, match="openenv-train build"):
+        ContainerProvider("openenv-train-test/never-built:nope", engine="docker").start()
+
+
+def test_an_unreachable_engine_is_an_engine_error():
+    with pytest.raises(ce.EngineError, match="not reachable"):
+        ContainerProvider("x", engine="unix:///nonexistent/engine.sock").start()
+
+
+def test_a_health_timeout_stops_the_container(image_of):
+    cmd = "import time; time.sleep(60)"
+    p = ContainerProvider(
+        image_of("docker"), engine="docker", command=["python3", "-c", cmd], startup_timeout=1.5
+    )
+    with pytest.raises(ServerStartError, match="did not become healthy within"):
+        p.start()
+    assert ce.list_exact(ce.connect("docker"), p.name) == []
+
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from openenv_train.runtime import ContainerProvider
+    p = ContainerProvider(sys.argv[1], engine=sys.argv[2])
+    p.start()
+    print(p.name, flush=True)
+    time.sleep(600)
+    """
+)
+NEXT = textwrap.dedent(
+    """
+    import sys
+    from openenv_train.runtime import ContainerProvider
+    with ContainerProvider(sys.argv[1], engine=sys.argv[2]):
+        pass
+    """
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_sigkilled_owners_container_is_reaped_by_the_next_start(engine, image_of):
+    image = image_of(engine)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, image, engine], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    name = owner.stdout.readline().strip()
+    client = ce.connect(engine)
+    try:
+        assert name and ce.list_exact(client, name) == [name]
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait()
+        assert ce.list_exact(client, name) == [name]  # engines do not know the owner died
+        nxt = subprocess.run([sys.executable, "-c", NEXT, image, engine], cwd=ROOT, timeout=120)
+        assert nxt.returncode == 0
+        assert ce.list_exact(client, name) == []
+    finally:
+        owner.kill()
+        if name:
+            ce.remove_verified(client, name)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_start_servers_runs_a_group_of_containers(engine, image_of):
+    with start_servers(
+        "echo_env.server.app:app", 2, runtime=engine, image=image_of(engine)
+    ) as group:
+        assert len(set(group.base_urls)) == 2
+        assert all(httpx.get(u + "/health").status_code == 200 for u in group.base_urls)
+        names = [p.name for p in group]
+        assert len({p.run_id for p in group}) == 1
+    client = ce.connect(engine)
+    assert all(ce.list_exact(client, n) == [] for n in names)
+
+
+def test_start_servers_names_what_is_missing():
+    with pytest.raises(ValueError, match="needs image="):
+        start_servers("echo_env.server.app:app", 1, runtime="docker")
+    with pytest.raises(ValueError, match="choose one of"):
+        start_servers("echo_env.server.app:app", 1, runtime="kubernetes")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_venv_is_in_exactly_one_image_layer(engine, image_of):
+    from openenv_train.cli.env_build import image_facts
+
+    facts = image_facts(ce.connect(engine), image_of(engine))
+    venv_layers = [h for h in facts.history if "/opt/venv" in h and "COPY" in h]
+    assert len(venv_layers) == 1, facts.history
+    assert facts.layers >= 2
+
+
+EGRESS = (
+    "import socket, urllib.request\n"
+    "try:\n"
+    "    urllib.request.urlopen('http://pypi.org', timeout=5); print('open')\n"
+    "except Exception as e:\n"
+    "    print('blocked', type(e).__name__)\n"
+)
+
+
+def test_network_none_has_no_route_out_and_is_still_served(image_of):
+    with ContainerProvider(image_of("docker"), engine="docker", network="none") as p:
+        assert httpx.get(p.base_url + "/health").status_code == 200
+        assert p.hardening().published == ()
+        container = p._client.containers.get(p.name)
+        out = container.exec_run(["python3", "-c", EGRESS])[1].decode()
+        assert out.startswith("blocked"), out
+        info = p._client.api.inspect_network("openenv-train-isolated")
+        assert info["Internal"] is True and ce.host_gateway(info)
+
+
+def test_network_none_on_podman_4_is_refused_with_the_reason(image_of):
+    """Podman 4 gives internal networks no host address: the server could not be reached."""
+    p = ContainerProvider(image_of("podman"), engine="podman", network="none")
+    with pytest.raises(ce.EngineError, match="no gateway address on this host"):
+        p.start()
+    assert ce.list_exact(ce.connect("podman"), p.name) == []
