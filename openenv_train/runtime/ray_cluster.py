@@ -1,0 +1,86 @@
+"""Connecting to Ray: an existing cluster (``auto``, ``ray://host:port``, ``host:port``) or a
+local one started for the run (``address=None``), and disconnecting only what we connected.
+
+Ray is an optional extra (``pip install 'openenv-train[ray]'``); importing this module does not
+import Ray, so the core stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def import_ray() -> Any:
+    """``ray``, or an error that says how to install it."""
+    try:
+        import ray
+    except ImportError as err:
+        raise ImportError(
+            "runtime 'ray' needs Ray: pip install 'openenv-train[ray]' (or pip install ray)"
+        ) from err
+    return ray
+
+
+def check_address(address: Any) -> str | None:
+    """``None`` (a local cluster for this run), ``auto``, ``ray://host:port`` or ``host:port``."""
+    if address is None:
+        return None
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError(
+            f"ray.address: {address!r} is not an address; use null (a local cluster started for "
+            "the run), 'auto' (the cluster on this machine), 'ray://host:10001' or 'host:6379'"
+        )
+    address = address.strip()
+    if address != "auto" and not address.startswith("ray://") and ":" not in address:
+        raise ValueError(
+            f"ray.address: {address!r} has no port; use 'auto', 'ray://host:10001' or 'host:6379'"
+        )
+    return address
+
+
+class RayConnection:
+    """``ray.init`` unless this process is already connected; :meth:`close` undoes only our init.
+
+    ``address=None`` starts a local single-node cluster for the run (``num_cpus`` caps it), which
+    ``close`` shuts down again. Actors are never detached: if this driver dies, Ray reclaims them.
+    """
+
+    def __init__(self, address: str | None = None, *, num_cpus: int | None = None) -> None:
+        ray = import_ray()
+        self.address = check_address(address)
+        self.owned = False
+        if ray.is_initialized():
+            return
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
+        if self.address is not None:
+            kwargs["address"] = self.address
+        elif num_cpus is not None:
+            kwargs["num_cpus"] = num_cpus
+        # Workers import openenv_train from this interpreter's environment (same machine) or
+        # from the cluster's image; nothing is uploaded.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(**kwargs)
+        self.owned = True
+
+    def close(self) -> None:
+        """``ray.shutdown()`` if this object connected (and, for a local cluster, started) Ray."""
+        if self.owned:
+            self.owned = False
+            import_ray().shutdown()
+
+    def __enter__(self) -> RayConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def node_ids_alive() -> list[str]:
+    """The ids of the cluster's live nodes."""
+    ray = import_ray()
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
