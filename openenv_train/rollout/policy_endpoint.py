@@ -16,30 +16,33 @@ import socket
 import threading
 from typing import Any
 
+from fastapi import FastAPI, HTTPException, Request
+from pydantic import BaseModel, Field
+
 from ..policy.base import Policy, SamplingSettings
 from .batcher import GenerationBatcher
 
 MAX_PROMPTS = 4096  # per request
 
 
-def _completions_app(policy: Policy, model: str, batcher_kwargs: dict[str, Any], token: str | None):
-    from fastapi import FastAPI, HTTPException, Request
-    from pydantic import BaseModel, Field
+class CompletionRequest(BaseModel):
+    model: str
+    prompt: list[list[int]] = Field(max_length=MAX_PROMPTS)
+    max_tokens: int = Field(16, ge=1)
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    top_k: int = Field(0, ge=0)
+    n: int = Field(1, ge=1, le=1)
+    logprobs: int | None = None
+    return_token_ids: bool = False
+    echo: bool = False
+    stop_token_ids: list[int] = Field(default_factory=list)
+    seed: int | None = None
 
-    class CompletionRequest(BaseModel):
-        model: str
-        prompt: list[list[int]] = Field(max_length=MAX_PROMPTS)
-        max_tokens: int = Field(16, ge=1)
-        temperature: float = Field(1.0, ge=0)
-        top_p: float = Field(1.0, gt=0, le=1)
-        top_k: int = Field(0, ge=0)
-        n: int = Field(1, ge=1, le=1)
-        logprobs: int | None = None
-        return_token_ids: bool = False
-        echo: bool = False
-        stop_token_ids: list[int] = Field(default_factory=list)
-        seed: int | None = None
 
+def _completions_app(
+    policy: Policy, model: str, batcher_kwargs: dict[str, Any], token: str | None
+) -> FastAPI:
     app = FastAPI()
     state: dict[str, Any] = {}
 
@@ -54,7 +57,9 @@ def _completions_app(policy: Policy, model: str, batcher_kwargs: dict[str, Any],
             if not hmac.compare_digest(given, f"Bearer {token}"):
                 raise HTTPException(401, "missing or wrong bearer token")
         if req.model != model:
-            raise HTTPException(404, f"model {req.model!r} not found; this endpoint serves {model!r}")
+            raise HTTPException(
+                404, f"model {req.model!r} not found; this endpoint serves {model!r}"
+            )
         batcher = state.get("batcher")
         if batcher is None:  # bound to this server's event loop
             batcher = state["batcher"] = GenerationBatcher(policy, **batcher_kwargs)
@@ -121,7 +126,9 @@ class PolicyEndpoint:
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
-        bound = host if host not in ("0.0.0.0", "::") else socket.gethostbyname(socket.gethostname())
+        bound = (
+            host if host not in ("0.0.0.0", "::") else socket.gethostbyname(socket.gethostname())
+        )
         self.base_url = f"http://{bound}:{self._sock.getsockname()[1]}"
         config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
         self._server = uvicorn.Server(config)

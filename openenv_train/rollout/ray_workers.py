@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..runtime.ray_cluster import import_ray
+from ..runtime.ray_fleet import check_placement, strategy
 from .engine import RolloutConfig, RolloutEngine, summarize
 from .groups import check_groups
 from .records import RolloutBatch
@@ -136,7 +137,9 @@ def merge(parts: list[tuple[int, RolloutBatch]], total_rows: int, group_size: in
             metrics[k] += part.metrics.get(k, 0)
     batch = RolloutBatch(rows=rows, group_size=group_size, dropped_groups=dropped, errors=errors)
     calls = metrics["policy_calls"]
-    seqs = sum(p.metrics.get("mean_batch_size", 0.0) * p.metrics.get("policy_calls", 0) for _, p in parts)
+    seqs = sum(
+        p.metrics.get("mean_batch_size", 0.0) * p.metrics.get("policy_calls", 0) for _, p in parts
+    )
     metrics["mean_batch_size"] = seqs / calls if calls else 0.0
     batch.metrics.update(metrics)
     batch.metrics.update(summarize(batch.records))
@@ -148,7 +151,8 @@ class RayRolloutWorkers:
 
     ``servers``: a ``RayServerGroup`` (healed before each batch, so replaced servers are used) or
     a list of URLs. Anything with ``run``/``aclose`` serves ``engine_rollout_func``, so this is a
-    drop-in engine for TRL. ``cpus_per_worker`` is what Ray reserves per worker.
+    drop-in engine for TRL. ``cpus_per_worker`` is what Ray reserves per worker; ``placement`` is
+    ``spread`` (Ray's best effort), ``pack`` or a list of node ids (worker i on node i mod n).
     """
 
     def __init__(
@@ -160,7 +164,7 @@ class RayRolloutWorkers:
         num_workers: int = 2,
         config: RolloutConfig | None = None,
         cpus_per_worker: float = 0.0,
-        placement: str = "spread",
+        placement: str | Sequence[str] = "spread",
         worker_retries: int = 1,
     ) -> None:
         if not (isinstance(num_workers, int) and num_workers >= 1):
@@ -170,29 +174,34 @@ class RayRolloutWorkers:
         self.num_workers = num_workers
         self.config = config or RolloutConfig()
         self.cpus_per_worker = float(cpus_per_worker)
-        self.placement = "SPREAD" if placement == "spread" else "DEFAULT"
+        self.placement = check_placement(placement)
+        self._placed = 0
         self.worker_retries = worker_retries
         self.workers: list[Any] = []
         self.worker_nodes: list[str] = []
         self.counts = Counter()
 
-    def _spawn(self) -> tuple[Any, str]:
+    def _spawn(self, n: int) -> list[tuple[Any, str]]:
+        """``n`` new workers and the node each landed on (placed in parallel)."""
         ray = import_ray()
-        worker = (
-            ray.remote(RolloutWorkerActor)
-            .options(
-                num_cpus=self.cpus_per_worker,
-                scheduling_strategy=self.placement,
-                max_restarts=0,
-                max_concurrency=4,
+        workers = []
+        for _ in range(n):
+            workers.append(
+                ray.remote(RolloutWorkerActor)
+                .options(
+                    num_cpus=self.cpus_per_worker,
+                    scheduling_strategy=strategy(self.placement, self._placed),
+                    max_restarts=0,
+                    max_concurrency=4,
+                )
+                .remote(self.spec, self.policy_factory, self.config)
             )
-            .remote(self.spec, self.policy_factory, self.config)
-        )
-        return worker, ray.get(worker.node_id.remote(), timeout=120)
+            self._placed += 1
+        nodes = ray.get([w.node_id.remote() for w in workers], timeout=120)
+        return list(zip(workers, nodes, strict=True))
 
     def _ensure_workers(self) -> None:
-        while len(self.workers) < self.num_workers:
-            worker, node = self._spawn()
+        for worker, node in self._spawn(self.num_workers - len(self.workers)):
             self.workers.append(worker)
             self.worker_nodes.append(node)
 
@@ -201,12 +210,12 @@ class RayRolloutWorkers:
         fleet = self.servers
         if isinstance(fleet, Sequence) and not hasattr(fleet, "node_ids"):
             return [u if isinstance(u, str) else u.base_url for u in fleet]
-        near = [u for u, n in zip(fleet.base_urls, fleet.node_ids) if n == node]
+        near = [u for u, n in zip(fleet.base_urls, fleet.node_ids, strict=True) if n == node]
         return near or list(fleet.base_urls)
 
     def _replace(self, index: int) -> None:
         import_ray().kill(self.workers[index], no_restart=True)
-        self.workers[index], self.worker_nodes[index] = self._spawn()
+        [(self.workers[index], self.worker_nodes[index])] = self._spawn(1)
         self.counts["workers_replaced"] += 1
 
     async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:
@@ -271,4 +280,3 @@ class RayRolloutWorkers:
     def close(self) -> None:
         """The synchronous :meth:`aclose`."""
         self._close_workers()
-

@@ -73,8 +73,8 @@ class RayServer:
     pid: int | None
 
 
-def _strategy(placement: str | Sequence[str], index: int) -> Any:
-    """Ray's scheduling strategy for the ``index``-th server."""
+def strategy(placement: str | Sequence[str], index: int) -> Any:
+    """Ray's scheduling strategy for the ``index``-th actor of a placement."""
     if placement == "spread":
         return "SPREAD"
     if placement == "pack":
@@ -86,7 +86,7 @@ def _strategy(placement: str | Sequence[str], index: int) -> Any:
     return NodeAffinitySchedulingStrategy(nodes[index % len(nodes)], soft=True)
 
 
-def _check_placement(placement: Any) -> str | list[str]:
+def check_placement(placement: Any) -> str | list[str]:
     if isinstance(placement, str):
         if placement not in PLACEMENTS:
             raise ValueError(
@@ -155,7 +155,7 @@ class RayServerGroup:
             raise ValueError(f"cpus_per_server: {cpus_per_server!r}; use a number >= 0 (e.g. 1)")
         self.cpus_per_server = float(cpus_per_server)
         self.resources = dict(resources or {})
-        self.placement = _check_placement(placement)
+        self.placement = check_placement(placement)
         self.bind_host = bind_host
         self.token = _token_for(bind_host, token)
         self.env = dict(env or {})
@@ -189,7 +189,7 @@ class RayServerGroup:
         actor = cls.options(
             num_cpus=self.cpus_per_server,
             resources=self.resources or None,
-            scheduling_strategy=_strategy(self.placement, self._placed),
+            scheduling_strategy=strategy(self.placement, self._placed),
             max_restarts=0,  # the fleet replaces a dead server itself (its URL changes)
         ).remote(self.app, self.bind_host, self.env, self.startup_timeout)
         self._placed += 1
@@ -207,7 +207,7 @@ class RayServerGroup:
             self._kill_actors(actors)
             raise
         servers, failures = [], []
-        for actor, ref in zip(actors, refs):
+        for actor, ref in zip(actors, refs, strict=True):
             if ref not in ready:
                 failures.append("not placed or not healthy in time")
                 continue
@@ -227,7 +227,7 @@ class RayServerGroup:
                     f"resources={self.resources})"
                 )
             return []
-        self._kill_actors([a for a, r in zip(actors, refs) if r not in ready])
+        self._kill_actors([a for a, r in zip(actors, refs, strict=True) if r not in ready])
         self.stats["servers_started"] += len(servers)
         return servers
 
