@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 
 def import_ray() -> Any:
     """``ray``, or an error that says how to install it."""
@@ -84,3 +86,46 @@ def node_ids_alive() -> list[str]:
     """The ids of the cluster's live nodes."""
     ray = import_ray()
     return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+
+
+class RaySettings(BaseModel):
+    """The ``ray:`` block of a recipe's env section (used when ``runtime: ray``).
+
+    The number of servers stays the env section's ``num_servers``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: null: a local cluster started for the run; 'auto': the cluster running on this machine;
+    #: 'ray://head:10001' (Ray client) or 'head:6379'
+    address: str | None = None
+    #: CPUs Ray reserves per env server (fractions allowed; 0 reserves nothing)
+    cpus_per_server: float = Field(1.0, ge=0)
+    #: custom resources per server, e.g. {env_node: 1} to keep servers on nodes that offer it
+    resources: dict[str, float] = Field(default_factory=dict)
+    #: 'spread' over nodes, 'pack', or a list of node ids
+    placement: str | list[str] = "spread"
+    #: where each server binds on its node; beyond loopback needs OPENENV_TRAIN_TOKEN set
+    bind_host: str = "127.0.0.1"
+    #: CPUs of the local cluster started when address is null (null: all of this machine's)
+    num_cpus: int | None = Field(None, ge=1)
+    #: 0: the rollout engine runs on the driver; M > 0: M rollout workers on Ray, each on the
+    #: servers of its node, calling the trainer's policy through a loopback endpoint
+    rollout_workers: int = Field(0, ge=0)
+    cpus_per_worker: float = Field(0.0, ge=0)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: Any) -> str | None:
+        return check_address(v)
+
+    def fleet_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``start_ray_servers``."""
+        return {
+            "address": self.address,
+            "num_cpus": self.num_cpus,
+            "cpus_per_server": self.cpus_per_server,
+            "resources": self.resources,
+            "placement": self.placement,
+            "bind_host": self.bind_host,
+        }

@@ -19,7 +19,7 @@ import concurrent.futures
 import http.client
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -180,6 +180,9 @@ class RayServerGroup:
 
     def __len__(self) -> int:
         return len(self.servers)
+
+    def __iter__(self) -> Iterator[RayServer]:
+        return iter(list(self.servers))
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

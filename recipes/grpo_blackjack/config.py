@@ -13,6 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from openenv_train.runtime.ray_cluster import RaySettings
+
 
 class ConfigError(ValueError):
     """A recipe config value is wrong; the message names the key and the fix."""
@@ -58,6 +60,8 @@ class EnvSection(_Strict):
     num_servers: int = Field(2, ge=1)
     base_urls: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(60.0, gt=0)
+    runtime: Literal["local", "ray"] = "local"
+    ray: RaySettings = Field(default_factory=RaySettings)  # used when runtime: ray
 
 
 class RolloutSection(_Strict):

@@ -221,9 +221,19 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     urls = list(cfg.env.base_urls)
     if not urls:
         t0 = time.perf_counter()
-        servers = start_local_servers(
-            cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
-        )
+        if cfg.env.runtime == "ray":
+            from openenv_train.runtime.ray_fleet import start_ray_servers
+
+            servers = start_ray_servers(
+                cfg.env.app,
+                cfg.env.num_servers,
+                startup_timeout=cfg.env.startup_timeout_s,
+                **cfg.env.ray.fleet_options(),
+            )
+        else:
+            servers = start_local_servers(
+                cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
+            )
         urls = [s.base_url for s in servers]
         console.print(
             f"started {len(urls)} env server(s) of {cfg.env.app} in {time.perf_counter() - t0:.1f}s"
@@ -259,7 +269,19 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         if progress is not None:
             progress.set_status(episodes=episodes["n"])
 
-    rollout_func = make_rollout_func(spec, urls, config=rollout_cfg, on_batch=on_batch)
+    if cfg.env.runtime == "ray" and servers:
+        from openenv_train.trainers.ray_rollout import make_ray_rollout_func
+
+        rollout_func = make_ray_rollout_func(
+            spec,
+            servers,
+            config=rollout_cfg,
+            num_workers=cfg.env.ray.rollout_workers,
+            cpus_per_worker=cfg.env.ray.cpus_per_worker,
+            on_batch=on_batch,
+        )
+    else:
+        rollout_func = make_rollout_func(spec, urls, config=rollout_cfg, on_batch=on_batch)
     curve: list[tuple[int, dict[str, float]]] = [(0, greedy(ev.periodic_hands, seed=val_seed))]
     best: dict[str, Any] = {}
 

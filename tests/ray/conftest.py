@@ -121,3 +121,8 @@ def no_leaks(cluster):
     assert not left, f"actors left registered: {[a['ActorClassName'] for a in left]}"
     servers = sorted(our_servers() - before)
     assert not wait_gone(servers), f"env server processes left behind: {servers}"
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:  # the recipes package lives in the repository, not in the install
+    sys.path.insert(0, ROOT)
