@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from . import serve_ray
+
 
 class CLIError(Exception):
     """A user mistake on the command line; printed without a traceback, exit status 2."""
@@ -93,6 +95,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError(
             f"app: {args.app!r} must be an import path 'package.module:attribute' (e.g. echo_env.server.app:app)"
         )
+    if args.runtime == "ray":
+        from .serve_ray import cmd_serve_ray
+
+        return cmd_serve_ray(args, CLIError)
     from openenv_train.server import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -139,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("app", help="ASGI import path, e.g. blackjack_env.server.app:app")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--runtime", choices=["local", "ray"], default="local", help="where servers run")
+    serve_ray.add_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("eval", help="greedy BlackJack eval of a saved model beside the baselines")
