@@ -8,6 +8,8 @@ import Ray, so the core stays light.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -52,6 +54,7 @@ class RayConnection:
         ray = import_ray()
         self.address = check_address(address)
         self.owned = False
+        self._reaper: subprocess.Popen[bytes] | None = None
         if ray.is_initialized():
             return
         kwargs: dict[str, Any] = {
@@ -61,19 +64,25 @@ class RayConnection:
         }
         if self.address is not None:
             kwargs["address"] = self.address
-        elif num_cpus is not None:
-            kwargs["num_cpus"] = num_cpus
+        else:  # "local": a new cluster; plain ray.init() would join any cluster found running here
+            kwargs["address"] = "local"
+            if num_cpus is not None:
+                kwargs["num_cpus"] = num_cpus
         # Workers import openenv_train from this interpreter's environment (same machine) or
         # from the cluster's image; nothing is uploaded.
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(**kwargs)
         self.owned = True
+        self._reaper = _start_reaper() if self.address is None else None
 
     def close(self) -> None:
         """``ray.shutdown()`` if this object connected (and, for a local cluster, started) Ray."""
         if self.owned:
             self.owned = False
             import_ray().shutdown()
+            if self._reaper is not None:
+                self._reaper.kill()
+                self._reaper.wait()
 
     def __enter__(self) -> RayConnection:
         return self
@@ -82,10 +91,20 @@ class RayConnection:
         self.close()
 
 
-def node_ids_alive() -> list[str]:
-    """The ids of the cluster's live nodes."""
-    ray = import_ray()
-    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+def _start_reaper() -> subprocess.Popen[bytes] | None:
+    """A watcher that kills the local cluster's processes if this driver dies uncleanly."""
+    from .ray_reaper import descendants
+
+    pids = [str(p) for p in descendants(os.getpid())]
+    if not pids:
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-m", "openenv_train.runtime.ray_reaper", str(os.getpid()), *pids],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # survives a SIGKILL of our process group
+    )
 
 
 class RaySettings(BaseModel):

@@ -25,27 +25,51 @@ def _cli() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "openenv_train.cli.main"]
 
 
-def test_serve_on_ray_prints_urls_and_ctrl_c_stops_everything() -> None:
+def start_serving(replicas: int = 2) -> tuple[subprocess.Popen[str], list[str], list[int]]:
+    """The CLI serving on its own local cluster: the process, its URLs, and every process below it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
-    args = ["serve", APP, "--runtime", "ray", "--replicas", "2", "--cpus-per-server", "0.25"]
+    args = [
+        "serve",
+        APP,
+        "--runtime",
+        "ray",
+        "--replicas",
+        str(replicas),
+        "--cpus-per-server",
+        "0.25",
+    ]
     proc = subprocess.Popen(
         _cli() + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    urls: list[str] = []
+    deadline = time.monotonic() + 180
+    while len(urls) < replicas:
+        line = proc.stdout.readline()
+        if not line:
+            proc.kill()
+            pytest.fail(f"serve exited early: {proc.stderr.read()[-3000:]}")
+        if line.startswith("http://"):
+            urls.append(line.split()[0])
+        assert time.monotonic() < deadline, "no URLs within 180 s"
+    started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+    assert any("raylet" in " ".join(psutil.Process(p).cmdline()) for p in started)
+    return proc, urls, started
+
+
+def assert_all_gone(started: list[int], urls: list[str]) -> None:
+    left = wait_gone(started, timeout=30)
+    assert not left, [" ".join(psutil.Process(p).cmdline())[:80] for p in left]
+    for url in urls:
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/health", timeout=2)
+
+
+def test_serve_on_ray_prints_urls_and_ctrl_c_stops_everything() -> None:
+    proc, urls, started = start_serving()
     try:
-        urls: list[str] = []
-        deadline = time.monotonic() + 180
-        while len(urls) < 2:
-            line = proc.stdout.readline()
-            if not line:
-                pytest.fail(f"serve exited early: {proc.stderr.read()[-3000:]}")
-            if line.startswith("http://"):
-                urls.append(line.split()[0])
-            assert time.monotonic() < deadline, "no URLs within 180 s"
         for url in urls:
             assert url.startswith("http://127.0.0.1:")
             assert httpx.get(f"{url}/health", timeout=5).status_code == 200
-        started = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        assert any("raylet" in " ".join(psutil.Process(p).cmdline()) for p in started)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
     finally:
@@ -53,11 +77,15 @@ def test_serve_on_ray_prints_urls_and_ctrl_c_stops_everything() -> None:
             proc.kill()
             proc.wait()
     assert "stopping the fleet" in proc.stderr.read()
-    left = wait_gone(started, timeout=20)
-    assert not left, [" ".join(psutil.Process(p).cmdline())[:80] for p in left]
-    for url in urls:
-        with pytest.raises(httpx.TransportError):
-            httpx.get(f"{url}/health", timeout=2)
+    assert_all_gone(started, urls)
+
+
+def test_a_killed_serve_leaves_nothing_behind() -> None:
+    """SIGKILL: no finally runs; Ray's fate sharing and our reaper stop every process."""
+    proc, urls, started = start_serving(replicas=1)
+    proc.kill()
+    proc.wait()
+    assert_all_gone(started, urls)
 
 
 def test_serve_on_ray_rejects_a_non_loopback_host() -> None:
