@@ -181,7 +181,7 @@ class RayRolloutWorkers:
         self.worker_nodes: list[str] = []
         self.counts = Counter()
 
-    def _spawn(self, n: int) -> list[tuple[Any, str]]:
+    def _spawn(self, n: int, replacing: bool = False) -> list[tuple[Any, str]]:
         """``n`` new workers and the node each landed on (placed in parallel)."""
         ray = import_ray()
         workers = []
@@ -190,7 +190,7 @@ class RayRolloutWorkers:
                 ray.remote(RolloutWorkerActor)
                 .options(
                     num_cpus=self.cpus_per_worker,
-                    scheduling_strategy=strategy(self.placement, self._placed),
+                    scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),
                     max_restarts=0,
                     max_concurrency=4,
                 )
@@ -215,7 +215,7 @@ class RayRolloutWorkers:
 
     def _replace(self, index: int) -> None:
         import_ray().kill(self.workers[index], no_restart=True)
-        [(self.workers[index], self.worker_nodes[index])] = self._spawn(1)
+        [(self.workers[index], self.worker_nodes[index])] = self._spawn(1, replacing=True)
         self.counts["workers_replaced"] += 1
 
     async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:

@@ -73,8 +73,12 @@ class RayServer:
     pid: int | None
 
 
-def strategy(placement: str | Sequence[str], index: int) -> Any:
-    """Ray's scheduling strategy for the ``index``-th actor of a placement."""
+def strategy(placement: str | Sequence[str], index: int, *, replacing: bool = False) -> Any:
+    """Ray's scheduling strategy for the ``index``-th actor of a placement.
+
+    Node ids pin hard (the user named the nodes); a replacement pins soft, as its node may be the
+    one that died.
+    """
     if placement == "spread":
         return "SPREAD"
     if placement == "pack":
@@ -82,8 +86,7 @@ def strategy(placement: str | Sequence[str], index: int) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     nodes = list(placement)
-    # soft: a replacement for a server on a dead node may land elsewhere
-    return NodeAffinitySchedulingStrategy(nodes[index % len(nodes)], soft=True)
+    return NodeAffinitySchedulingStrategy(nodes[index % len(nodes)], soft=replacing)
 
 
 def check_placement(placement: Any) -> str | list[str]:
@@ -186,13 +189,13 @@ class RayServerGroup:
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
-    def _new_actor(self) -> Any:
+    def _new_actor(self, replacing: bool) -> Any:
         ray = import_ray()
         cls = ray.remote(EnvServerActor)
         actor = cls.options(
             num_cpus=self.cpus_per_server,
             resources=self.resources or None,
-            scheduling_strategy=strategy(self.placement, self._placed),
+            scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),
             max_restarts=0,  # the fleet replaces a dead server itself (its URL changes)
         ).remote(self.app, self.bind_host, self.env, self.startup_timeout)
         self._placed += 1
@@ -202,7 +205,7 @@ class RayServerGroup:
         """Start ``n`` servers in parallel. ``all_or_none``: on any failure kill them all and
         raise; otherwise keep those that came up within ``timeout`` (the rest are killed)."""
         ray = import_ray()
-        actors = [self._new_actor() for _ in range(n)]
+        actors = [self._new_actor(replacing=not all_or_none) for _ in range(n)]
         refs = [a.start.remote() for a in actors]
         try:
             ready, _ = ray.wait(refs, num_returns=n, timeout=timeout)
@@ -304,13 +307,33 @@ class RayServerGroup:
         self._kill_actors([s.actor for s in servers])
 
     @staticmethod
-    def _kill_actors(actors: list[Any]) -> None:
+    def _kill_actors(actors: list[Any], confirm_s: float = 10.0) -> None:
+        """``ray.kill`` each actor, then wait until Ray answers calls to it with 'actor died'."""
         ray = import_ray()
         for actor in actors:
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:  # already dead with its node: nothing to kill
                 pass
+        deadline = time.monotonic() + confirm_s
+        pending = list(actors)
+        while pending:  # ray.kill is asynchronous: a call may still be served for a moment
+            still = []
+            for actor in pending:
+                try:
+                    ray.get(actor.alive.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                    still.append(actor)
+                except ray.exceptions.RayActorError:
+                    pass  # dead, as it should be
+                except Exception:  # GetTimeoutError: a node still being declared dead
+                    pass
+            pending = still
+            if pending and time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{len(pending)} env server actor(s) still answer {confirm_s}s after ray.kill"
+                )
+            if pending:
+                time.sleep(0.05)
 
     def stop(self) -> None:
         """Stop every server and kill its actor; disconnect Ray if this group connected. Idempotent."""

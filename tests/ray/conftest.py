@@ -15,7 +15,8 @@ import time
 import psutil
 import pytest
 
-ray = pytest.importorskip("ray", reason="the ray extra is part of the dev install")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+import ray  # noqa: E402  (the dev install includes the ray extra: a missing Ray fails loudly)
 
 APP = "blackjack_env.server.app:app"
 SERVER_CMD = "openenv_train.runtime.launch"
