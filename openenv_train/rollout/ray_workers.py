@@ -234,19 +234,27 @@ class RayRolloutWorkers:
         async def one(i: int, start: int, end: int) -> tuple[int, RolloutBatch]:
             row0, row1 = start * group_size, end * group_size
             for attempt in range(self.worker_retries + 1):
-                urls = self._urls_for(self.worker_nodes[i])
-                ref = self.workers[i].run.remote(prompts[row0:row1], group_size, urls, row0)
-                try:
-                    return row0, await ref
-                except ray.exceptions.RayActorError:
-                    if attempt >= self.worker_retries:
-                        raise
+                if attempt:
                     await loop.run_in_executor(None, self._replace, i)
                     if hasattr(self.servers, "heal"):
                         n = await loop.run_in_executor(None, self.servers.heal)
                         self.counts["servers_replaced"] += n
                     self.counts["shares_retried"] += 1
-            raise AssertionError("unreachable")
+                urls = self._urls_for(self.worker_nodes[i])
+                ref = self.workers[i].run.remote(prompts[row0:row1], group_size, urls, row0)
+                try:
+                    return row0, await ref
+                except ray.exceptions.RayActorError:
+                    self.counts["worker_failures"] += 1
+            # still failing: its groups are dropped and counted (to_trl raises), never invented
+            lost = RolloutBatch(
+                rows=[None] * (row1 - row0),
+                group_size=group_size,
+                dropped_groups=list(range(end - start)),
+                errors=Counter({"RayActorError": self.worker_retries + 1}),
+            )
+            lost.metrics.update(groups_dropped=end - start, infra_errors=self.worker_retries + 1)
+            return row0, lost
 
         parts = await asyncio.gather(*(one(i, s, e) for i, (s, e) in enumerate(plan)))
         batch = merge(list(parts), len(prompts), group_size)
@@ -257,6 +265,7 @@ class RayRolloutWorkers:
             episodes_per_s=len(batch.records) / wall if wall > 0 else 0.0,
             rollout_workers=len(plan),
             workers_replaced=self.counts["workers_replaced"],
+            worker_failures=self.counts["worker_failures"],
             shares_retried=self.counts["shares_retried"],
             servers_replaced=self.counts["servers_replaced"],
         )

@@ -152,3 +152,31 @@ async def test_workers_share_one_policy_endpoint_on_the_driver(cluster, no_leaks
             lp <= 0.0 for lp, m in zip(lps, mask, strict=True) if m
         )  # real sampling logprobs
     assert batch.metrics["policy_calls"] < 32  # batched per worker, not one call per episode
+
+
+async def test_a_worker_that_keeps_dying_drops_its_groups_never_invents_rows(
+    cluster, no_leaks, tokenizer
+):
+    from openenv_train.rollout import GroupsDroppedError
+
+    cfg = RolloutConfig(max_concurrency=8)
+    with RayServerGroup(APP, cpus_per_server=0.1).start(2) as fleet:
+        workers = RayRolloutWorkers(
+            BlackjackTextSpec(seed=6), scripted(tokenizer, delay_s=0.05), fleet,
+            num_workers=2, config=cfg, worker_retries=0,
+        )  # fmt: skip
+        try:
+            await workers.run(["play"] * 16, 8)  # place the workers
+            victim = workers.workers[1]
+            kill = threading.Timer(0.5, ray.kill, args=(victim,))
+            kill.start()
+            batch = await workers.run(["play"] * 256, 8)
+            await asyncio.to_thread(kill.join)
+        finally:
+            await workers.aclose()
+    assert batch.dropped_groups == list(range(16, 32))  # the second share, in batch numbering
+    assert all(r is not None for r in batch.rows[:128])
+    assert all(r is None for r in batch.rows[128:])
+    assert batch.metrics["groups_dropped"] == 16 and batch.metrics["worker_failures"] == 1
+    with pytest.raises(GroupsDroppedError, match="16 GRPO group"):
+        batch.to_trl()
