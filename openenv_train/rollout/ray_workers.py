@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..runtime.ray_cluster import import_ray
-from ..runtime.ray_fleet import check_placement, strategy
+from ..runtime.ray_fleet import check_placement, remote_class, strategy
 from .engine import RolloutConfig, RolloutEngine, summarize
 from .groups import check_groups
 from .records import RolloutBatch
@@ -187,7 +187,7 @@ class RayRolloutWorkers:
         workers = []
         for _ in range(n):
             workers.append(
-                ray.remote(RolloutWorkerActor)
+                remote_class(RolloutWorkerActor)
                 .options(
                     num_cpus=self.cpus_per_worker,
                     scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),

@@ -16,6 +16,7 @@ as ``OPENENV_TRAIN_TOKEN`` and clients must send as ``Authorization: Bearer <tok
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import http.client
 import os
 import time
@@ -73,6 +74,12 @@ class RayServer:
     pid: int | None
 
 
+@functools.cache
+def remote_class(cls: type) -> Any:
+    """``ray.remote(cls)``, made once per class (each call would export the class again)."""
+    return import_ray().remote(cls)
+
+
 def strategy(placement: str | Sequence[str], index: int, *, replacing: bool = False) -> Any:
     """Ray's scheduling strategy for the ``index``-th actor of a placement.
 
@@ -93,7 +100,7 @@ def check_placement(placement: Any) -> str | list[str]:
     if isinstance(placement, str):
         if placement not in PLACEMENTS:
             raise ValueError(
-                f"placement: {placement!r}; use 'spread' (one server per node in turn), 'pack' "
+                f"placement: {placement!r}; use 'spread' (over the nodes, Ray's best effort), 'pack' "
                 "(Ray's default packing) or a list of node ids"
             )
         return placement
@@ -190,14 +197,16 @@ class RayServerGroup:
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def _new_actor(self, replacing: bool) -> Any:
-        ray = import_ray()
-        cls = ray.remote(EnvServerActor)
-        actor = cls.options(
-            num_cpus=self.cpus_per_server,
-            resources=self.resources or None,
-            scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),
-            max_restarts=0,  # the fleet replaces a dead server itself (its URL changes)
-        ).remote(self.app, self.bind_host, self.env, self.startup_timeout)
+        actor = (
+            remote_class(EnvServerActor)
+            .options(
+                num_cpus=self.cpus_per_server,
+                resources=self.resources or None,
+                scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),
+                max_restarts=0,  # the fleet replaces a dead server itself (its URL changes)
+            )
+            .remote(self.app, self.bind_host, self.env, self.startup_timeout)
+        )
         self._placed += 1
         return actor
 
