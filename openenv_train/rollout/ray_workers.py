@@ -47,6 +47,8 @@ class OffsetSpec(TextEnvSpec):
 
     def __init__(self, spec: TextEnvSpec, row0: int = 0, group0: int = 0) -> None:
         self.spec, self.row0, self.group0 = spec, row0, group0
+        self.run_index = 0  # which batch of the whole run this is (set by the driver)
+        self._begun = 0
         self.client_cls = spec.client_cls
         self.invalid_action_reward = spec.invalid_action_reward
         self.truncation_reward = spec.truncation_reward
@@ -56,7 +58,11 @@ class OffsetSpec(TextEnvSpec):
         return self.spec.make_client(base_url, **kwargs)
 
     def begin_run(self) -> None:
-        self.spec.begin_run()
+        # A worker that joined late (a replacement) catches up, so a spec that counts its runs
+        # (e.g. to seed deals) is where the single-process engine's spec would be.
+        while self._begun <= self.run_index:
+            self.spec.begin_run()
+            self._begun += 1
 
     def reset_kwargs(self, prompt: Any, group: int, row: int) -> dict[str, Any]:
         return self.spec.reset_kwargs(prompt, group + self.group0, row + self.row0)
@@ -90,7 +96,7 @@ class RolloutWorkerActor:
         return import_ray().get_runtime_context().get_node_id()
 
     async def run(
-        self, prompts: list[Any], group_size: int, urls: list[str], row0: int
+        self, prompts: list[Any], group_size: int, urls: list[str], row0: int, run_index: int
     ) -> RolloutBatch:
         if self.engine is None or urls != self.urls:
             if self.engine is not None:
@@ -98,6 +104,7 @@ class RolloutWorkerActor:
             self.engine = RolloutEngine(self.offset, self.policy, urls, self.config)
             self.urls = list(urls)
         self.offset.row0, self.offset.group0 = row0, row0 // group_size
+        self.offset.run_index = run_index
         return await self.engine.run(prompts, group_size)
 
     async def close(self) -> None:
@@ -180,6 +187,7 @@ class RayRolloutWorkers:
         self.workers: list[Any] = []
         self.worker_nodes: list[str] = []
         self.counts = Counter()
+        self.runs = 0  # batches run so far
 
     def _spawn(self, n: int, replacing: bool = False) -> list[tuple[Any, str]]:
         """``n`` new workers and the node each landed on (placed in parallel)."""
@@ -241,7 +249,9 @@ class RayRolloutWorkers:
                         self.counts["servers_replaced"] += n
                     self.counts["shares_retried"] += 1
                 urls = self._urls_for(self.worker_nodes[i])
-                ref = self.workers[i].run.remote(prompts[row0:row1], group_size, urls, row0)
+                ref = self.workers[i].run.remote(
+                    prompts[row0:row1], group_size, urls, row0, self.runs
+                )
                 try:
                     return row0, await ref
                 except ray.exceptions.RayActorError:
@@ -257,6 +267,7 @@ class RayRolloutWorkers:
             return row0, lost
 
         parts = await asyncio.gather(*(one(i, s, e) for i, (s, e) in enumerate(plan)))
+        self.runs += 1
         batch = merge(list(parts), len(prompts), group_size)
         wall = time.perf_counter() - started
         batch.metrics.update(

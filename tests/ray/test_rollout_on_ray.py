@@ -54,17 +54,25 @@ async def test_workers_give_the_rows_of_the_single_process_engine(cluster, no_le
             BlackjackTextSpec(seed=11), scripted(tokenizer), fleet, num_workers=3, config=cfg
         )
         try:
+            first = await workers.run(["play"] * 96, 8)
+            ray.kill(workers.workers[0], no_restart=True)  # its replacement must catch up
             ray_batch = await workers.run(["play"] * 96, 8)
         finally:
             await workers.aclose()
+        assert ray_batch.metrics["workers_replaced"] == 1
         async with RolloutEngine(
             BlackjackTextSpec(seed=11), scripted(tokenizer)(), fleet.base_urls, cfg
         ) as engine:
+            local_first = await engine.run(["play"] * 96, 8)
             local = await engine.run(["play"] * 96, 8)
-        ours, theirs = ray_batch.to_trl(), local.to_trl()
-        assert ours.keys() == theirs.keys()
-        for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward"):
-            assert ours[key] == theirs[key], key
+        for ours, theirs in (
+            (first.to_trl(), local_first.to_trl()),
+            (ray_batch.to_trl(), local.to_trl()),
+        ):
+            assert ours.keys() == theirs.keys()
+            for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward"):
+                assert ours[key] == theirs[key], key
+        assert first.to_trl()["completion_ids"] != ray_batch.to_trl()["completion_ids"]  # new deals
         assert [r.row for r in ray_batch.rows] == list(range(96))
         assert [r.group for r in ray_batch.rows] == [i // 8 for i in range(96)]
         assert ray_batch.metrics["rollout_workers"] == 3 and ray_batch.metrics["episodes"] == 96
