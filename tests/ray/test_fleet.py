@@ -98,3 +98,27 @@ def test_non_loopback_bind_takes_the_token_into_the_server_env(monkeypatch):
     monkeypatch.setenv("OPENENV_TRAIN_TOKEN", "s3cret")
     fleet = RayServerGroup(APP, bind_host="0.0.0.0")  # nothing started: only the contract
     assert fleet.token == "s3cret" and fleet.env["OPENENV_TRAIN_TOKEN"] == "s3cret"
+
+
+@pytest.mark.parametrize(
+    ("ray_section", "match"),
+    [
+        ({"address": "headnode"}, r"env\.ray\.address.*no port"),
+        ({"cpus_per_servers": 1}, r"env\.ray\.cpus_per_servers: unknown key"),
+        ({"rollout_workers": -1}, r"env\.ray\.rollout_workers"),
+    ],
+)
+def test_recipe_ray_settings_fail_at_start_naming_the_key(ray_section, match):
+    from recipes.grpo_blackjack.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match=match):
+        parse_config({"env": {"runtime": "ray", "ray": ray_section}})
+
+
+def test_recipe_ray_settings_become_fleet_options():
+    from recipes.grpo_blackjack.config import parse_config
+
+    cfg = parse_config({"env": {"runtime": "ray", "ray": {"address": "auto", "placement": "pack"}}})
+    opts = cfg.env.ray.fleet_options()
+    assert opts["address"] == "auto" and opts["placement"] == "pack"
+    assert opts["bind_host"] == "127.0.0.1" and opts["cpus_per_server"] == 1.0
