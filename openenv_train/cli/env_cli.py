@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from . import serve_ray
 from .main import CLIError
 
 console = Console(stderr=True)
@@ -95,6 +96,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     env_dir, app = _package_dir(args.target)
+    if args.runtime == "ray":
+        from .serve_ray import cmd_serve_ray
+
+        args.app = app
+        return cmd_serve_ray(args, CLIError)
     if args.runtime == "local":
         if env_dir is not None:
             sys.path.insert(0, str(env_dir.resolve()))
@@ -179,6 +185,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--image", default=None, help="container image (default: build PATH first)")
     p.add_argument("--base-image", default=None, help="BASE_IMAGE when serve builds the image")
+    serve_ray.add_arguments(p)  # --replicas, --ray-address, ... (--runtime ray)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("build", help="build an env's image; prints its size and layer count")

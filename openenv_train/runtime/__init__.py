@@ -4,6 +4,7 @@ Podman containers, and warm pools over either. ``start_servers`` is the one entr
 from .container import ContainerProvider
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
 from .pool import EnvPool, Lease
+from .ray_fleet import RayServerGroup, start_ray_servers  # imports Ray only when used
 from .servers import start_container_servers, start_servers
 
 __all__ = [
@@ -11,8 +12,10 @@ __all__ = [
     "EnvPool",
     "Lease",
     "LocalProcessProvider",
+    "RayServerGroup",
     "ServerGroup",
     "start_container_servers",
     "start_local_servers",
+    "start_ray_servers",
     "start_servers",
 ]

@@ -1,7 +1,7 @@
 """``start_servers(app, n, runtime=...)``: the one entry point recipes and the CLI use.
 
 Every runtime returns a ``ServerGroup``-like object: ``.base_urls``, an idempotent verified
-``.stop()``, and context-manager use. A runtime not built here (``ray``) is wired in by name.
+``.stop()``, and context-manager use. ``ray`` is a fleet on a Ray cluster (``ray_fleet``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from .container import ContainerProvider
 from .local import ServerGroup, start_group, start_local_servers
 
-RUNTIMES = ("local", "docker", "podman")
+RUNTIMES = ("local", "docker", "podman", "ray")
 
 
 def start_container_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
@@ -27,7 +27,7 @@ def start_container_servers(app: str | None, n: int, *, image: str, **options: A
 
 
 def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
-    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker`` or ``podman``).
+    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker``, ``podman`` or ``ray``).
 
     Container runtimes need ``image=`` (an image that contains ``app``; build one with
     ``openenv-train build``); other options go to the provider (``relax=``, ``mem_limit=``...).
@@ -42,4 +42,8 @@ def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> S
             )
         options.setdefault("engine", runtime)
         return start_container_servers(app, n, **options)
+    if runtime == "ray":
+        from .ray_fleet import start_ray_servers
+
+        return start_ray_servers(app, n, **options)
     raise ValueError(f"runtime={runtime!r}: choose one of {RUNTIMES}")

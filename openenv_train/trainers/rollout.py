@@ -69,13 +69,18 @@ def policy_for_trainer(trainer: Any) -> Policy:
         return TRLVLLMPolicy(trainer)
     from ..policy.transformers_policy import TransformersPolicy
 
+    return TransformersPolicy(_unwrap(trainer), tokenizer_of(trainer), device=None)  # stays put
+
+
+def tokenizer_of(trainer: Any) -> Any:
+    """The trainer's tokenizer (``processing_class``; a processor's inner tokenizer)."""
     tokenizer = getattr(trainer, "processing_class", None)
     tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
     if tokenizer is None:
         raise ValueError(
             "trainer: has no processing_class; pass processing_class=<tokenizer> to GRPOTrainer"
         )
-    return TransformersPolicy(_unwrap(trainer), tokenizer, device=None)  # stays where it is
+    return tokenizer
 
 
 def config_for(trainer: Any, config: RolloutConfig) -> RolloutConfig:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from openenv_train.runtime.ray_cluster import RaySettings
+
 
 class ConfigError(ValueError):
     """A recipe config value is wrong; the message names the key and the fix."""
@@ -64,14 +66,15 @@ class EnvSection(_Strict):
     num_servers: int = Field(2, ge=1)
     base_urls: list[str] = Field(default_factory=list)
     startup_timeout_s: float = Field(60.0, gt=0)
-    runtime: Literal["local", "docker", "podman"] = "local"
+    runtime: Literal["local", "docker", "podman", "ray"] = "local"
+    ray: RaySettings = Field(default_factory=RaySettings)  # used when runtime: ray
     image: str | None = None
     engine: str | None = None  # an engine API URL; default: the runtime's own socket
     relax: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _image(self) -> EnvSection:
-        if self.runtime != "local" and not self.image and not self.base_urls:
+        if self.runtime in ("docker", "podman") and not self.image and not self.base_urls:
             raise ValueError(
                 f"env.image: env.runtime={self.runtime} needs an image; build one with "
                 "`openenv-train build envs/blackjack_env --tag openenv-train/blackjack_env:latest`"
@@ -81,7 +84,9 @@ class EnvSection(_Strict):
     def server_options(self) -> dict[str, Any]:
         """Keyword arguments of ``openenv_train.runtime.start_servers`` for this section."""
         opts: dict[str, Any] = {"runtime": self.runtime, "startup_timeout": self.startup_timeout_s}
-        if self.runtime != "local":
+        if self.runtime == "ray":
+            opts.update(self.ray.fleet_options())
+        elif self.runtime != "local":
             opts.update(image=self.image, relax=self.relax, engine=self.engine or self.runtime)
         return opts
 

@@ -55,9 +55,21 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         same_deal_per_group=cfg.rollout.same_deal_per_group,
         invalid_action_reward=cfg.rollout.invalid_action_reward,
     )
-    rollout_func = make_rollout_func(
-        spec, urls, config=rollout_config(cfg), on_batch=evals.on_batch
-    )
+    if cfg.env.runtime == "ray" and servers is not None:  # heals the fleet before each batch
+        from openenv_train.trainers.ray_rollout import make_ray_rollout_func
+
+        rollout_func = make_ray_rollout_func(
+            spec,
+            servers,
+            config=rollout_config(cfg),
+            num_workers=cfg.env.ray.rollout_workers,
+            cpus_per_worker=cfg.env.ray.cpus_per_worker,
+            on_batch=evals.on_batch,
+        )
+    else:
+        rollout_func = make_rollout_func(
+            spec, urls, config=rollout_config(cfg), on_batch=evals.on_batch
+        )
     try:
         trainer = GRPOTrainer(
             model=model,
