@@ -15,9 +15,11 @@ DEFAULT_WS_PER_MESSAGE_DEFLATE = False
 
 def uvicorn_kwargs(**overrides: Any) -> dict[str, Any]:
     """The uvicorn settings we serve envs with (for launchers that build their own command)."""
+    from .httpproto import GuardedH11Protocol
     from .wsproto_fast import FastWebSocketsProtocol
 
     kw: dict[str, Any] = {
+        "http": GuardedH11Protocol,
         "ws": FastWebSocketsProtocol,
         "ws_per_message_deflate": DEFAULT_WS_PER_MESSAGE_DEFLATE,
         "log_level": "warning",
