@@ -97,7 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr)
-    serve(args.app, host=args.host, port=args.port)
+    serve(args.app, host=args.host, port=args.port, token_file=args.token_file)
     return 0
 
 
@@ -139,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("app", help="ASGI import path, e.g. blackjack_env.server.app:app")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     p.add_argument("--port", type=int, default=8000)
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="require the bearer token in this file (beyond loopback one is generated if unset)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("eval", help="greedy BlackJack eval of a saved model beside the baselines")

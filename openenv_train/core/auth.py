@@ -7,6 +7,7 @@ network I/O, so it lives here where both sides can share it.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -44,3 +45,13 @@ def token_from_env(environ: dict[str, str] | None = None) -> str | None:
             ) from None
         return check_token(text, f"the token in {TOKEN_FILE_ENV}={path!r}")
     return None
+
+
+class HideAuthorization(logging.Filter):
+    """``websockets`` logs every handshake header at DEBUG; never let it log an access token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and args and str(args[0]).lower() == "authorization":
+            record.args = (args[0], "<redacted>")
+        return True

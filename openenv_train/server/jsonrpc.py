@@ -21,8 +21,8 @@ from ..core.mcp import (
     ToolErrorType,
 )
 from ..core.models import Action
-from .calls import build_env, calls_for
 from ..core.wire import dumps
+from .calls import build_env, calls_for
 from .encoding import bounded_text
 from .sessions import CapacityError, FactoryError, Session, SessionManager
 
@@ -130,7 +130,9 @@ class McpHandler:
         except Exception as exc:
             log.exception("MCP %s failed", bounded_text(method))
             return rpc_error(
-                JsonRpcCode.INTERNAL_ERROR, bounded_text(f"{type(exc).__name__}: {exc}", 2000), req_id
+                JsonRpcCode.INTERNAL_ERROR,
+                bounded_text(f"{type(exc).__name__}: {exc}", 2000),
+                req_id,
             )
 
     async def _session_create(

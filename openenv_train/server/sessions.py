@@ -212,7 +212,9 @@ class SessionManager:
     async def expire(self, session: Session) -> None:
         """Free an idle session: tell its transport to close, then close the env."""
         self.reaped += 1
-        log.info("reaping idle session (%s, %s)", session.kind, "used" if session.used else "never used")
+        log.info(
+            "reaping idle session (%s, %s)", session.kind, "used" if session.used else "never used"
+        )
         hook = session.on_expire
         await self.destroy(session)
         if hook is not None:

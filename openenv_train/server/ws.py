@@ -168,7 +168,9 @@ class WebSocketEndpoint:
         try:
             msg = loads(text)
         except JSONDecodeError as exc:
-            return error_frame_json(ErrorCode.INVALID_JSON, f"Invalid JSON: {bounded_text(str(exc), 200)}")
+            return error_frame_json(
+                ErrorCode.INVALID_JSON, f"Invalid JSON: {bounded_text(str(exc), 200)}"
+            )
         if type(msg) is not dict:
             return _validation_frame(
                 'Invalid message: a frame must be a JSON object like {"type": "step", "data": {...}}',
@@ -263,7 +265,13 @@ class WebSocketEndpoint:
 def _too_deep() -> str:
     return _validation_frame(
         f"Invalid message: nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
-        [{"type": "too_deep", "loc": ["data"], "msg": f"Input nested deeper than {MAX_JSON_DEPTH}"}],
+        [
+            {
+                "type": "too_deep",
+                "loc": ["data"],
+                "msg": f"Input nested deeper than {MAX_JSON_DEPTH}",
+            }
+        ],
     )
 
 

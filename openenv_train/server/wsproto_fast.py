@@ -19,6 +19,7 @@ arrive (``request_timeout_s``; a connection that stops mid-frame is closed).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from typing import Any
 
@@ -26,7 +27,11 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import CloseCode
 from websockets.protocol import State
 
+from ..core.auth import HideAuthorization
 from .limits import find_limits
+
+_LOG = logging.getLogger("uvicorn.error.ws")
+_LOG.addFilter(HideAuthorization())
 
 try:
     from websockets.speedups import apply_mask
@@ -84,8 +89,11 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
         self._delegating = False  # inside a fragmented message: websockets parses until FIN
         limits = find_limits(self.app)
         size = self.config.ws_max_size
-        self._max_size = limits.max_frame_bytes if size is None else min(size, limits.max_frame_bytes)
+        self._max_size = (
+            limits.max_frame_bytes if size is None else min(size, limits.max_frame_bytes)
+        )
         self.conn.max_message_size = self._max_size
+        self.conn.logger = _LOG
         self._frame_timeout = limits.request_timeout_s
         self._frame_timer: asyncio.TimerHandle | None = None
 

@@ -87,7 +87,9 @@ def raw_ws_connect(port: int) -> socket.socket:
     return sock
 
 
-def read_http_response(sock: socket.socket, timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+def read_http_response(
+    sock: socket.socket, timeout: float = 10.0
+) -> tuple[int, dict[str, str], bytes]:
     """Read one HTTP/1.1 response with a Content-Length body from ``sock``."""
     sock.settimeout(timeout)
     data = b""
@@ -109,7 +111,9 @@ def read_http_response(sock: socket.socket, timeout: float = 10.0) -> tuple[int,
     return status, headers, body[:size]
 
 
-def http_request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
+def http_request(
+    method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> bytes:
     """The bytes of one HTTP/1.1 request with a Content-Length body."""
     lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
     hdrs = {"Content-Type": "application/json", **(headers or {})}
