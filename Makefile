@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench clean
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean
 
 $(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ test-vllm:
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# The fuzzers' long profile (thousands of examples per target; the test run uses a short one).
+fuzz: setup
+	$(BIN)/python -m pytest tests/fuzz -m fuzz --hypothesis-profile=long $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/server_throughput.py
