@@ -39,13 +39,13 @@ def _watchdog(parent_pid: int, interval: float = 0.25) -> None:
         time.sleep(interval)
 
 
-def _ws_impl() -> str:
-    """The WebSocket implementation ``openenv_train.server`` prefers, if it names one."""
+def _ws_impl(name: str = "DEFAULT_WS_IMPL") -> str:
+    """The protocol implementation ``openenv_train.server`` prefers, if it names one."""
     try:
         server = importlib.import_module("openenv_train.server")
     except Exception:
         return "auto"
-    pref = getattr(server, "DEFAULT_WS_IMPL", None)
+    pref = getattr(server, name, None)
     return pref if isinstance(pref, str) and pref else "auto"
 
 
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host,
         port=args.port or 0,
         ws=args.ws or _ws_impl(),
+        http=_ws_impl("DEFAULT_HTTP_IMPL"),
         log_level=args.log_level,
         access_log=False,
         lifespan="auto",

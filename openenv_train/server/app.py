@@ -90,7 +90,7 @@ class EnvApp(FastAPI):
         gate = self.gate
         if kind == "websocket":
             if gate is not None and not gate.authorised(scope):
-                await gate.refuse_websocket(receive, send)
+                await gate.refuse_websocket(scope, receive, send)
                 return
             if scope["path"] == "/ws" and self.ws_endpoint:
                 await self.ws_endpoint(scope, receive, send)

@@ -75,10 +75,13 @@ class Gate:
                 return hmac.compare_digest(value, self._expected)
         return False
 
-    async def refuse_websocket(self, receive: Receive, send: Send) -> None:
+    async def refuse_websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer the upgrade with HTTP 401 instead of accepting it."""
         message = await receive()
         if message.get("type") != "websocket.connect":
+            return
+        if "websocket.http.response" not in (scope.get("extensions") or {}):
+            await send({"type": "websocket.close", "code": 1008})  # the server answers 403
             return
         body = _error_body("UNAUTHORIZED", _AUTH_HINT)
         await send(

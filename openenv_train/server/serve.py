@@ -17,6 +17,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: From a shell: ``python -m openenv_train.server module:app --port N`` (plain ``uvicorn`` can only
 #: take ``--ws websockets-sansio``, the same protocol without our fast path).
 DEFAULT_WS_IMPL = "openenv_train.server.wsproto_fast:FastWebSocketsProtocol"
+#: uvicorn HTTP implementation: h11 with a deadline for request heads (see ``httpproto``).
+DEFAULT_HTTP_IMPL = "openenv_train.server.httpproto:GuardedH11Protocol"
 #: Compression costs more CPU than it saves on small JSON frames over loopback.
 DEFAULT_WS_PER_MESSAGE_DEFLATE = False
 

@@ -199,3 +199,23 @@ def test_serve_subprocess_with_token_file(tmp_path):
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+async def test_refusal_on_servers_without_the_http_response_extension():
+    """ASGI servers that cannot send an HTTP response to an upgrade get a close (HTTP 403)."""
+    from openenv_train.server.guard import Gate
+    from openenv_train.server.limits import Limits
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    gate = Gate(Limits(), TOKEN)
+    scope = {"type": "websocket", "path": "/ws", "headers": [(b"authorization", b"Bearer no")]}
+    assert not gate.authorised(scope)
+    await gate.refuse_websocket(scope, receive, send)
+    assert sent == [{"type": "websocket.close", "code": 1008}]

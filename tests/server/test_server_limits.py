@@ -115,6 +115,18 @@ def test_slow_request_head_is_dropped(serve_app, sent):
         assert _closed_within(sock, 10)
 
 
+def test_local_runtime_servers_drop_slow_heads():
+    """The local runtime's launcher uses the same protocol classes as ``serve()``."""
+    from openenv_train.runtime import LocalProcessProvider
+
+    env = {"OPENENV_TRAIN_REQUEST_TIMEOUT_S": "0.5"}
+    with LocalProcessProvider("echo_env.server.app:app", env=env) as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\n")
+            assert _closed_within(sock, 10)
+
+
 def test_slow_body_is_dropped(serve_app):
     s = serve_app(app_for(Limits(request_timeout_s=0.5)))
     with socket.create_connection(("127.0.0.1", s.port)) as sock:
