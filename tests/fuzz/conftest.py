@@ -21,7 +21,7 @@ _COMMON = dict(
     print_blob=True,
 )
 settings.register_profile("ci", max_examples=60, **_COMMON)
-settings.register_profile("long", max_examples=3000, **_COMMON)
+settings.register_profile("long", max_examples=1000, **_COMMON)
 settings.load_profile("ci")
 
 APPS = {

@@ -192,15 +192,17 @@ class FuzzServer:
     def start(self) -> FuzzServer:
         self.url = self.provider.start()
         self.ws_url = self.url.replace("http://", "ws://") + "/ws"
-        self.schema = httpx.get(self.url + "/schema").json()
+        self.http = httpx.Client(base_url=self.url, timeout=10)  # one client: no per-call setup
+        self.schema = self.http.get("/schema").json()
         return self
 
     def stop(self) -> None:
+        self.http.close()
         self.provider.stop()
 
     def health(self) -> dict[str, Any]:
         assert self.provider.running, f"the server died:\n{self.provider.logs(40)}"
-        r = httpx.get(self.url + "/health", timeout=10)
+        r = self.http.get("/health")
         assert r.status_code == 200, r.text[:300]
         return r.json()
 

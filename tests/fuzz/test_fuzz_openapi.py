@@ -8,7 +8,7 @@ from fuzz_strategies import ERROR_REPLY_MAX, FuzzServer
 from hypothesis import given, settings
 from schemathesis.checks import not_a_server_error
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.fuzz  # the run-wide --timeout applies (make fuzz raises it)
 
 
 def test_openapi_routes(fuzz_server: FuzzServer) -> None:

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from websockets.sync.client import connect
 
-pytestmark = [pytest.mark.fuzz, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.fuzz  # the run-wide --timeout applies (make fuzz raises it)
 
 REPLY_TYPES = {"observation", "state", "error", "mcp"}
 
