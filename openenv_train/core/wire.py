@@ -78,7 +78,8 @@ def error_frame_json(code: ErrorCode, message: str, **extra: Any) -> str:
 
 def parse_action(data: dict[str, Any], action_cls: type[Action]) -> Action:
     """Validate an action dict; MCP ``list_tools``/``call_tool`` are recognised for MCP envs."""
-    mcp_cls = MCP_ACTION_TYPES.get(data.get("type")) if isinstance(data, dict) else None
+    kind = data.get("type") if isinstance(data, dict) else None
+    mcp_cls = MCP_ACTION_TYPES.get(kind) if type(kind) is str else None  # a list is unhashable
     if mcp_cls is not None and (action_cls is Action or action_cls in MCP_ACTION_TYPES.values()):
         return mcp_cls.model_validate(data)
     return action_cls.model_validate(data)

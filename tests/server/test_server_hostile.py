@@ -13,10 +13,18 @@ import socket
 
 import pytest
 import websockets
-from server_envs import AddAction, CounterEnv, CounterState, NoteAction, NoteEnv, TotalObservation
+from server_envs import (
+    AddAction,
+    CounterEnv,
+    CounterState,
+    GameTools,
+    NoteAction,
+    NoteEnv,
+    TotalObservation,
+)
 from server_helpers import http_request, masked_frame, raw_ws_connect, read_http_response, rpc
 
-from openenv_train.core import Observation
+from openenv_train.core import CallToolAction, CallToolObservation, Observation
 from openenv_train.server import create_app
 
 pytestmark = pytest.mark.timeout(60)
@@ -48,6 +56,21 @@ async def test_frame_type_that_is_not_a_name_is_unknown_type(serve_app, kind):
         assert r["type"] == "error" and r["data"]["code"] == "UNKNOWN_TYPE", r
         assert len(json.dumps(r)) < SMALL
         await _still_works(ws)
+
+
+@pytest.mark.parametrize("kind", [["call_tool"], {"a": 1}])
+async def test_mcp_action_type_that_is_not_a_name_is_validation_error(serve_app, kind):
+    """Found by the long fuzz profile: an MCP env's action ``{"type": [...]}`` raised TypeError
+    (an EXECUTION_ERROR over /ws, a bare HTTP 500 on /step)."""
+    s = serve_app(create_app(GameTools, CallToolAction, CallToolObservation))
+    action = {"type": kind, "tool_name": "add", "arguments": {"a": 1}}
+    async with websockets.connect(s.ws_url) as ws:
+        await rpc(ws, {"type": "reset"})
+        r = await rpc(ws, {"type": "step", "data": action})
+        assert r["type"] == "error" and r["data"]["code"] == "VALIDATION_ERROR", r
+        assert r["data"]["errors"][0]["loc"] == ["type"]
+    status, body = await asyncio.to_thread(_post, s.port, "/step", json.dumps({"action": action}))
+    assert status == 422 and json.loads(body)["detail"][0]["loc"] == ["body", "action", "type"]
 
 
 @pytest.mark.parametrize(
