@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench clean engines
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines
 
 $(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ engines:
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# The fuzzers' long profile (1,000 examples per target, about an hour on 2 cores; the test run
+# uses a short one).
+fuzz: setup
+	$(BIN)/python -m pytest tests/fuzz -m fuzz --hypothesis-profile=long --timeout=7200 $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/server_throughput.py

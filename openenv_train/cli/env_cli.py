@@ -113,7 +113,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(
                 f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr
             )
-        serve(app, host=args.host, port=args.port)
+        serve(app, host=args.host, port=args.port, token_file=args.token_file)
         return 0
     from ..core.errors import InfrastructureError
     from ..runtime import ContainerProvider
@@ -182,6 +182,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="loopback port (default 8000)")
     p.add_argument(
         "--host", default="127.0.0.1", help="bind address, local runtime (default loopback)"
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="require the bearer token in this file (beyond loopback one is generated if unset)",
     )
     p.add_argument("--image", default=None, help="container image (default: build PATH first)")
     p.add_argument("--base-image", default=None, help="BASE_IMAGE when serve builds the image")

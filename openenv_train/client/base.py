@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -25,6 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.protocol import State as WsState
 
 from ..core import wire
+from ..core.auth import HideAuthorization, check_token, token_from_env
 from ..core.errors import (
     CapacityReachedError,
     ConnectionLostError,
@@ -44,6 +46,10 @@ _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 ClientT = TypeVar("ClientT", bound="EnvClient[Any, Any, Any]")
+
+
+_WS_LOG = logging.getLogger("websockets.client.openenv_train")
+_WS_LOG.addFilter(HideAuthorization())
 
 
 class UnexpectedFrameError(InfrastructureError):
@@ -92,7 +98,8 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         class BlackjackEnv(EnvClient[BlackjackAction, BlackjackObservation, BlackjackState]):
             action_cls, observation_cls, state_cls = BlackjackAction, BlackjackObservation, BlackjackState
 
-    Use one client per concurrent session: requests on one client never overlap.
+    Use one client per concurrent session: requests on one client never overlap. ``token``: the
+    server's bearer token (default: ``OPENENV_TRAIN_TOKEN`` / ``OPENENV_TRAIN_TOKEN_FILE``).
     """
 
     action_cls: ClassVar[type[Action]] = Action
@@ -107,6 +114,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         connect_timeout: float = 10.0,
         max_message_size: int | None = 64 * 1024 * 1024,
         ping_interval: float | None = None,
+        token: str | None = None,
     ) -> None:
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(
@@ -122,6 +130,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self.connect_timeout = connect_timeout
         self.max_message_size = max_message_size
         self.ping_interval = ping_interval
+        self._token = check_token(token, "token") if token is not None else token_from_env()
         self._ws: ClientConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: str | None = None  # why the last session ended; None while usable
@@ -286,6 +295,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         }
         if self._loopback:
             kwargs["proxy"] = None
+        if self._token is not None:
+            kwargs["additional_headers"] = {"Authorization": "Bearer " + self._token}
+            kwargs["logger"] = _WS_LOG
         try:
             ws = await ws_connect(self.ws_url, **kwargs)
         except InvalidStatus as e:
@@ -293,6 +305,12 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             msg = f"{self.ws_url} refused the WebSocket handshake with HTTP {status}"
             if status in (429, 503):
                 raise CapacityReachedError(msg, data={"http_status": status}) from e
+            if status in (401, 403):
+                hint = "was refused" if self._token else "is missing"
+                raise ServerUnreachableError(
+                    f"{msg}: the access token {hint}; pass token=... or set OPENENV_TRAIN_TOKEN "
+                    "(or OPENENV_TRAIN_TOKEN_FILE) to the server's token"
+                ) from e
             raise ServerUnreachableError(f"{msg}; is this an env server base_url?") from e
         except (TimeoutError, asyncio.TimeoutError) as e:
             raise RequestTimeoutError(

@@ -1,7 +1,14 @@
-"""Encoding of observations, states and ``/ws`` frames exactly as OpenEnv 0.10 puts them on the wire."""
+"""The OpenEnv 0.10 wire format, both directions, in one place.
+
+Server side: observation, state and error frames are written as text around pydantic's Rust
+``model_dump_json``, so no intermediate dicts or wrapper models are built per frame (the bytes
+match OpenEnv 0.10's ``serialize_observation``: ``reward`` and ``done`` lifted next to the
+observation). Client side: request frames and the inverse of the observation encoding.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .errors import ErrorCode
@@ -9,38 +16,76 @@ from .mcp import MCP_ACTION_TYPES
 from .models import Action, Observation, State
 
 _LIFTED = {"reward", "done"}
+_float_repr = float.__repr__
+_int_repr = int.__repr__
 
 
-def observation_payload(obs: Observation) -> dict[str, Any]:
-    """``{"observation": {...without reward/done}, "reward": ..., "done": ...}``."""
-    return {
-        "observation": obs.model_dump(exclude=_LIFTED),
-        "reward": obs.reward,
-        "done": obs.done,
-    }
+def _default(obj: Any) -> Any:
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return str(obj)
 
 
-def parse_observation(payload: dict[str, Any], obs_cls: type[Observation]) -> Observation:
-    """Inverse of :func:`observation_payload`."""
-    data = dict(payload.get("observation") or {})
-    data["reward"] = payload.get("reward")
-    data["done"] = bool(payload.get("done", False))
-    return obs_cls.model_validate(data)
+#: Compact JSON; unknown objects become strings rather than failing the reply. (A shared encoder:
+#: ``json.dumps`` with keyword arguments builds a new encoder on every call.)
+dumps = json.JSONEncoder(separators=(",", ":"), default=_default).encode
+
+
+# ---- server -> client ---------------------------------------------------------------------
+
+
+def observation_json(obs: Observation) -> str:
+    """``{"observation": {...}, "reward": r, "done": d[, "metadata": {...}]}`` as text."""
+    body = obs.__pydantic_serializer__.to_json(obs, exclude=_LIFTED).decode()
+    reward = obs.reward
+    if reward is None:
+        r = "null"
+    elif reward is True:
+        r = "true"
+    elif reward is False:
+        r = "false"
+    elif type(reward) is float and reward - reward == 0.0:  # finite
+        r = _float_repr(reward)
+    elif type(reward) is int:
+        r = _int_repr(reward)
+    else:
+        r = dumps(reward)
+    d = "true" if obs.done else "false"
+    if obs.metadata:
+        return f'{{"observation":{body},"reward":{r},"done":{d},"metadata":{dumps(obs.metadata)}}}'
+    return f'{{"observation":{body},"reward":{r},"done":{d}}}'
+
+
+def observation_frame_json(obs: Observation) -> str:
+    return f'{{"type":"observation","data":{observation_json(obs)}}}'
+
+
+def state_json(state: State | dict[str, Any]) -> str:
+    if isinstance(state, dict):
+        return dumps(state)
+    return state.model_dump_json()
+
+
+def state_frame_json(state: State | dict[str, Any]) -> str:
+    return f'{{"type":"state","data":{state_json(state)}}}'
+
+
+def error_frame_json(code: ErrorCode, message: str, **extra: Any) -> str:
+    return dumps({"type": "error", "data": {"message": message, "code": code.value, **extra}})
 
 
 def parse_action(data: dict[str, Any], action_cls: type[Action]) -> Action:
     """Validate an action dict; MCP ``list_tools``/``call_tool`` are recognised for MCP envs."""
-    mcp_cls = MCP_ACTION_TYPES.get(data.get("type")) if isinstance(data, dict) else None
+    kind = data.get("type") if isinstance(data, dict) else None
+    mcp_cls = MCP_ACTION_TYPES.get(kind) if type(kind) is str else None  # a list is unhashable
     if mcp_cls is not None and (action_cls is Action or action_cls in MCP_ACTION_TYPES.values()):
         return mcp_cls.model_validate(data)
     return action_cls.model_validate(data)
 
 
-def state_payload(state: State) -> dict[str, Any]:
-    return state.model_dump()
-
-
-# ---- frames -------------------------------------------------------------------------------
+# ---- client -> server, and reading replies ------------------------------------------------
 
 
 def reset_frame(**kwargs: Any) -> dict[str, Any]:
@@ -55,17 +100,9 @@ STATE_FRAME: dict[str, Any] = {"type": "state"}
 CLOSE_FRAME: dict[str, Any] = {"type": "close"}
 
 
-def mcp_frame(request: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "mcp", "data": request}
-
-
-def observation_frame(obs: Observation) -> dict[str, Any]:
-    return {"type": "observation", "data": observation_payload(obs)}
-
-
-def state_frame(state: State) -> dict[str, Any]:
-    return {"type": "state", "data": state_payload(state)}
-
-
-def error_frame(code: ErrorCode, message: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "error", "data": {"message": message, "code": code.value, **extra}}
+def parse_observation(payload: dict[str, Any], obs_cls: type[Observation]) -> Observation:
+    """Inverse of :func:`observation_json` (given its decoded ``dict``)."""
+    data = dict(payload.get("observation") or {})
+    data["reward"] = payload.get("reward")
+    data["done"] = bool(payload.get("done", False))
+    return obs_cls.model_validate(data)

@@ -2,12 +2,15 @@
 
 from .app import create_app
 from .environment import Environment
+from .limits import Limits
 from .mcp import MCPEnvironment, tool
-from .serve import DEFAULT_WS_IMPL, serve, uvicorn_kwargs
+from .serve import DEFAULT_HTTP_IMPL, DEFAULT_WS_IMPL, serve, uvicorn_kwargs
 
 __all__ = [
+    "DEFAULT_HTTP_IMPL",
     "DEFAULT_WS_IMPL",
     "Environment",
+    "Limits",
     "MCPEnvironment",
     "create_app",
     "serve",

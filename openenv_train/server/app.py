@@ -1,30 +1,36 @@
 """``create_app``: the FastAPI app that serves one env type over HTTP, ``/mcp`` and ``/ws``.
 
-Routes and bytes follow OpenEnv 0.10 (see shared/protocol.md). What we add: concurrent sessions
-by default, a capacity limit, an idle reaper, sync env code kept off the event loop, and extra
-fields on ``/health`` (``active_sessions``, ``max_sessions``, ``mode``) that old clients ignore.
+Routes and bytes follow OpenEnv 0.10. What we add: concurrent sessions by default, a capacity
+limit, an idle reaper, sync env code kept off the event loop, extra fields on ``/health``
+(``active_sessions``, ``max_sessions``, ``mode``) that old clients ignore, and a gate in front of
+every route (``guard``): an optional bearer token and the bounds of ``Limits``.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from starlette.routing import WebSocketRoute
 
+from ..core.auth import check_token, token_from_env
 from ..core.mcp import JsonRpcCode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
-from ..core.wire import parse_action
+from ..core.wire import observation_json, parse_action, state_json
 from .calls import build_env, calls_for
-from .encoding import JSONDecodeError, errors_list, loads, observation_json, state_json
+from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
+from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
+from .limits import Limits
 from .sessions import FactoryError, SessionManager, factory_name
 from .ws import WebSocketEndpoint
 
@@ -38,7 +44,9 @@ class ResetRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    seed: int | None = Field(default=None, ge=0, description="Seed for a reproducible episode")
+    seed: Annotated[int, Strict()] | None = Field(
+        default=None, ge=0, description="Seed for a reproducible episode"
+    )
     episode_id: str | None = Field(default=None, max_length=255)
 
 
@@ -67,14 +75,28 @@ def validate_reset(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class EnvApp(FastAPI):
-    """A FastAPI app whose ``/ws`` bypasses routing and middleware (a hot path per frame)."""
+    """A FastAPI app whose ``/ws`` bypasses routing and middleware (a hot path per frame).
+
+    Every HTTP request and WebSocket upgrade passes ``gate`` first (token, sizes, deadlines).
+    """
 
     ws_endpoint: WebSocketEndpoint | None = None
     sessions: SessionManager | None = None
+    gate: Gate | None = None
+    limits: Limits | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "websocket" and scope["path"] == "/ws" and self.ws_endpoint:
-            await self.ws_endpoint(scope, receive, send)
+        kind = scope["type"]
+        gate = self.gate
+        if kind == "websocket":
+            if gate is not None and not gate.authorised(scope):
+                await gate.refuse_websocket(scope, receive, send)
+                return
+            if scope["path"] == "/ws" and self.ws_endpoint:
+                await self.ws_endpoint(scope, receive, send)
+                return
+        elif kind == "http" and gate is not None:
+            await gate.http(scope, receive, send, functools.partial(FastAPI.__call__, self))
             return
         await super().__call__(scope, receive, send)
 
@@ -128,18 +150,28 @@ def create_app(
     session_timeout: float | None = 300.0,
     mode: str | None = None,
     metadata: EnvironmentMetadata | dict[str, Any] | None = None,
+    limits: Limits | None = None,
+    token: str | None = None,
 ) -> FastAPI:
     """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
 
     ``mode``: ``"simulation"`` (default) or ``"production"`` (no HTTP /reset, /step, /state);
     when None, the ``OPENENV_MODE`` environment variable decides. ``session_timeout``: seconds
-    without a request before a session is reaped (None disables the reaper).
+    without a request before a used session is reaped (None disables that; sessions never used
+    are still reaped after ``limits.unused_session_timeout_s``). ``limits``: every bound on what
+    a client may spend (default: ``Limits.from_env()``). ``token``: require
+    ``Authorization: Bearer <token>`` on every route but ``/health`` (default: the
+    ``OPENENV_TRAIN_TOKEN`` or ``OPENENV_TRAIN_TOKEN_FILE`` variable; unset means no token).
     """
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")
+    limits = limits if limits is not None else Limits.from_env()
+    token = check_token(token, "token") if token is not None else token_from_env()
     resolved_mode = _resolve_mode(mode)
-    manager = SessionManager(env_factory, max_sessions, session_timeout)
+    manager = SessionManager(env_factory, max_sessions, session_timeout, limits)
     mcp = McpHandler(manager, action_cls)
-    endpoint = WebSocketEndpoint(manager, action_cls, validate_reset, mcp)
+    endpoint = WebSocketEndpoint(manager, action_cls, validate_reset, mcp, limits)
     meta_cache: list[EnvironmentMetadata] = []
     if metadata is not None:
         meta_cache.append(
@@ -166,6 +198,9 @@ def create_app(
     )
     app.ws_endpoint = endpoint
     app.sessions = manager
+    app.limits = limits
+    app.gate = Gate(limits, token)
+    app.add_exception_handler(RequestValidationError, _validation_error)
     app.state.mode = resolved_mode
     app.router.routes.append(WebSocketRoute("/ws", endpoint))
 
@@ -213,12 +248,19 @@ def create_app(
             if isinstance(req, list):
                 reply = rpc_error(JsonRpcCode.INVALID_REQUEST, "Batch requests are not supported")
             else:
-                reply = await mcp.handle(req)
+                client = request.client.host if request.client else None
+                reply = await mcp.handle(req, client=client)
         return JSONResponse(reply)
 
     if resolved_mode == "simulation":
         _add_simulation_routes(app, env_factory, action_cls, state_cls)
     return app
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 shape, with each echoed input cut to a few JSON-safe bytes."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    return JSONResponse({"detail": bound_errors(errors)}, status_code=422)
 
 
 async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
@@ -253,8 +295,9 @@ def _add_simulation_routes(
             raise
         except Exception as exc:
             log.warning("env raised over HTTP: %s", exc)
+            message = bounded_text(f"{type(exc).__name__}: {exc}", 2000)
             raise HTTPException(
-                500, detail={"code": "EXECUTION_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+                500, detail={"code": "EXECUTION_ERROR", "message": message}
             ) from exc
         finally:
             try:
@@ -273,7 +316,7 @@ def _add_simulation_routes(
         try:
             action = parse_action(request.action, action_cls)
         except ValidationError as exc:
-            detail = [{**e, "loc": ["body", "action", *e.get("loc", [])]} for e in errors_list(exc)]
+            detail = errors_list(exc, prefix=("body", "action"))
             return JSONResponse({"detail": detail}, status_code=422)
         kwargs = request.model_dump(exclude_unset=True, exclude={"action"})
         obs = await with_env(lambda env: calls_for(env).step(env, action, kwargs))

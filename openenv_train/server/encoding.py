@@ -1,92 +1,112 @@
-"""Fast JSON in and out for the per-frame path, and readable validation errors.
+"""Reading client input strictly, and describing what was wrong with it in a few bytes.
 
-Observation and state frames are assembled around pydantic's Rust ``model_dump_json`` so no
-intermediate dicts or wrapper models are built per frame. The bytes on the wire match
-``openenv_train.core.wire`` (and OpenEnv 0.10's ``serialize_observation``).
+Input is parsed with ``orjson``, which refuses ``NaN``/``Infinity``, lone UTF-16 surrogates and
+nesting past 1,024 levels. Error replies echo at most a small, JSON-safe excerpt of the bad
+value (with its size), so an error is never bigger than a few KB whatever was sent.
+Writing frames is ``openenv_train.core.wire``'s job.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.errors import ErrorCode
-from ..core.models import Observation, State
-
-try:  # orjson is optional; it only makes parsing and error frames faster
+try:
     import orjson
 
     def loads(text: str | bytes) -> Any:
         return orjson.loads(text)
 
     JSONDecodeError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError)
-except ImportError:  # pragma: no cover - exercised where orjson is absent
-    loads = json.loads
+except ImportError:  # pragma: no cover - orjson is a dependency; kept strict without it
+
+    def _reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    def loads(text: str | bytes) -> Any:
+        return json.loads(text, parse_constant=_reject_constant)
+
     JSONDecodeError = (json.JSONDecodeError, ValueError)
 
-_LIFTED = {"reward", "done"}
-_float_repr = float.__repr__
-_int_repr = int.__repr__
+#: Characters of a bad input (or of a field name) echoed back in an error reply.
+ECHO_CHARS = 64
+#: Errors listed per reply; the rest are counted.
+MAX_ERRORS = 10
+_MSG_CHARS = 300
 
 
-def _default(obj: Any) -> Any:
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    return str(obj)
+def bounded_text(text: str, limit: int = ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (with its length) and safe to encode as UTF-8."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} chars)"
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return text
 
 
-#: Compact JSON; unknown objects become strings rather than failing the reply. (A shared encoder:
-#: ``json.dumps`` with keyword arguments builds a new encoder on every call.)
-dumps = json.JSONEncoder(separators=(",", ":"), default=_default).encode
+def bounded_value(value: Any, depth: int = 0) -> tuple[Any, bool]:
+    """A small JSON-safe stand-in for ``value`` and whether anything was left out."""
+    if value is None or isinstance(value, (bool, int)):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**63:
+            return f"<int of {value.bit_length()} bits>", True
+        return value, False
+    if isinstance(value, float):
+        return (value, False) if math.isfinite(value) else (repr(value), True)
+    if isinstance(value, str):
+        out = bounded_text(value)
+        return out, out != value
+    if isinstance(value, (dict, list, tuple)):
+        if depth >= 2 or len(value) > 8:
+            kind = "object" if isinstance(value, dict) else "array"
+            return f"<{kind} of {len(value)} items>", True
+        cut = False
+        if isinstance(value, dict):
+            out_d: dict[str, Any] = {}
+            for k, v in value.items():
+                out_d[bounded_text(str(k))], c = bounded_value(v, depth + 1)
+                cut = cut or c
+            return out_d, cut
+        out_l = []
+        for v in value:
+            b, c = bounded_value(v, depth + 1)
+            out_l.append(b)
+            cut = cut or c
+        return out_l, cut
+    return bounded_text(f"<{type(value).__name__}>"), True
 
 
-def observation_json(obs: Observation) -> str:
-    """``{"observation": {...}, "reward": r, "done": d[, "metadata": {...}]}`` as text."""
-    body = obs.__pydantic_serializer__.to_json(obs, exclude=_LIFTED).decode()
-    reward = obs.reward
-    if reward is None:
-        r = "null"
-    elif reward is True:
-        r = "true"
-    elif reward is False:
-        r = "false"
-    elif type(reward) is float and reward - reward == 0.0:  # finite
-        r = _float_repr(reward)
-    elif type(reward) is int:
-        r = _int_repr(reward)
-    else:
-        r = dumps(reward)
-    d = "true" if obs.done else "false"
-    if obs.metadata:
-        return f'{{"observation":{body},"reward":{r},"done":{d},"metadata":{dumps(obs.metadata)}}}'
-    return f'{{"observation":{body},"reward":{r},"done":{d}}}'
+def bounded_loc(loc: Any) -> list[Any]:
+    return [p if isinstance(p, int) else bounded_text(str(p)) for p in (loc or ())]
 
 
-def observation_frame_json(obs: Observation) -> str:
-    return f'{{"type":"observation","data":{observation_json(obs)}}}'
+def errors_list(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Pydantic's errors as small JSON-safe dicts: ``type``, ``loc``, ``msg``, excerpt of ``input``."""
+    return bound_errors(exc.errors(include_url=False), prefix)
 
 
-def state_json(state: State | dict[str, Any]) -> str:
-    if isinstance(state, dict):
-        return dumps(state)
-    return state.model_dump_json()
-
-
-def state_frame_json(state: State | dict[str, Any]) -> str:
-    return f'{{"type":"state","data":{state_json(state)}}}'
-
-
-def error_frame_json(code: ErrorCode, message: str, **extra: Any) -> str:
-    return dumps({"type": "error", "data": {"message": message, "code": code.value, **extra}})
-
-
-def errors_list(exc: ValidationError) -> list[dict[str, Any]]:
-    """Pydantic's error list made JSON-safe (custom validator errors carry exceptions in ctx)."""
-    return json.loads(exc.json())
+def bound_errors(errors: Any, prefix: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Make any pydantic-style error list small and JSON-safe (see ``errors_list``)."""
+    out: list[dict[str, Any]] = []
+    for err in list(errors)[:MAX_ERRORS]:
+        item: dict[str, Any] = {
+            "type": bounded_text(str(err.get("type", "value_error"))),
+            "loc": [*prefix, *bounded_loc(err.get("loc"))],
+            "msg": bounded_text(str(err.get("msg", "invalid")), _MSG_CHARS),
+        }
+        if "input" in err:
+            item["input"], cut = bounded_value(err["input"])
+            if cut:
+                item["input_truncated"] = True
+        ctx = err.get("ctx")
+        if isinstance(ctx, dict) and ctx:
+            item["ctx"] = {bounded_text(str(k)): bounded_value(v, 1)[0] for k, v in ctx.items()}
+        out.append(item)
+    return out
 
 
 def describe_errors(errors: list[dict[str, Any]], limit: int = 5) -> str:
@@ -94,7 +114,10 @@ def describe_errors(errors: list[dict[str, Any]], limit: int = 5) -> str:
     parts = []
     for err in errors[:limit]:
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-        parts.append(f"{loc!r}: {err.get('msg', 'invalid')}")
+        part = f"{loc!r}: {err.get('msg', 'invalid')}"
+        if err.get("input_truncated"):
+            part += f" (input shown cut to {ECHO_CHARS} chars)"
+        parts.append(part)
     more = len(errors) - limit
     if more > 0:
         parts.append(f"and {more} more")

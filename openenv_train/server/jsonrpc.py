@@ -21,8 +21,9 @@ from ..core.mcp import (
     ToolErrorType,
 )
 from ..core.models import Action
+from ..core.wire import dumps
 from .calls import build_env, calls_for
-from .encoding import dumps
+from .encoding import bounded_text
 from .sessions import CapacityError, FactoryError, Session, SessionManager
 
 log = logging.getLogger("openenv_train.server")
@@ -76,14 +77,23 @@ class McpHandler:
         self.manager = manager
         self.mcp_actions = action_cls is Action or action_cls in MCP_ACTION_TYPES.values()
 
-    async def handle(self, req: Any, ws_session: Session | None = None) -> dict[str, Any]:
+    async def handle(
+        self, req: Any, ws_session: Session | None = None, client: str | None = None
+    ) -> dict[str, Any]:
+        """Answer one request; ``client`` (the peer address) is charged for sessions it creates."""
         if not isinstance(req, dict):
             return rpc_error(JsonRpcCode.INVALID_REQUEST, "Invalid request: expected a JSON object")
         req_id = req.get("id")
-        if not isinstance(req_id, (str, int, type(None))) or isinstance(req_id, bool):
+        if (
+            not isinstance(req_id, (str, int, type(None)))
+            or isinstance(req_id, bool)
+            or (isinstance(req_id, str) and len(req_id) > 256)
+            or (isinstance(req_id, int) and abs(req_id) > 2**63)
+        ):
             return rpc_error(
                 JsonRpcCode.INVALID_REQUEST,
-                "Invalid request: 'id' must be a string, integer or null",
+                "Invalid request: 'id' must be a string of at most 256 characters, a 64-bit "
+                "integer or null",
             )
         if req.get("jsonrpc") != "2.0":
             return rpc_error(
@@ -98,7 +108,8 @@ class McpHandler:
         if extra:
             return rpc_error(
                 JsonRpcCode.INVALID_REQUEST,
-                f"Invalid request: unknown field(s) {sorted(extra)}; allowed: jsonrpc, method, params, id",
+                f"Invalid request: unknown field(s) {[bounded_text(k) for k in sorted(extra)[:10]]}; "
+                "allowed: jsonrpc, method, params, id",
                 req_id,
             )
         params = req.get("params", {})
@@ -108,21 +119,29 @@ class McpHandler:
             return rpc_error(JsonRpcCode.INVALID_PARAMS, "Params must be an object", req_id)
         try:
             if method == "openenv/session/create":
-                return await self._session_create(req_id, ws_session)
+                return await self._session_create(req_id, ws_session, client)
             if method == "openenv/session/close":
                 return await self._session_close(params, req_id, ws_session)
             if method in ("tools/list", "tools/call"):
                 return await self._tools(method, params, req_id, ws_session)
-            return rpc_error(JsonRpcCode.METHOD_NOT_FOUND, f"Method not found: {method}", req_id)
+            return rpc_error(
+                JsonRpcCode.METHOD_NOT_FOUND, f"Method not found: {bounded_text(method)}", req_id
+            )
         except Exception as exc:
-            log.exception("MCP %s failed", method)
-            return rpc_error(JsonRpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}", req_id)
+            log.exception("MCP %s failed", bounded_text(method))
+            return rpc_error(
+                JsonRpcCode.INTERNAL_ERROR,
+                bounded_text(f"{type(exc).__name__}: {exc}", 2000),
+                req_id,
+            )
 
-    async def _session_create(self, req_id: Any, ws_session: Session | None) -> dict[str, Any]:
+    async def _session_create(
+        self, req_id: Any, ws_session: Session | None, client: str | None
+    ) -> dict[str, Any]:
         if ws_session is not None:
             return rpc_result({"session_id": ws_session.id}, req_id)
         try:
-            session = await self.manager.create("http")
+            session = await self.manager.create("http", client)
         except CapacityError as exc:
             data = {"active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}
             return rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data)
@@ -148,7 +167,9 @@ class McpHandler:
             )
         session = self.manager.get(sid)
         if session is None:
-            return rpc_error(JsonRpcCode.INVALID_PARAMS, f"Unknown session_id: {sid}", req_id)
+            return rpc_error(
+                JsonRpcCode.INVALID_PARAMS, f"Unknown session_id: {bounded_text(sid)}", req_id
+            )
         if session.attached:
             session.pending_close = True
             return rpc_result({"session_id": sid, "closed": False, "closing": True}, req_id)
@@ -179,7 +200,7 @@ class McpHandler:
             if session is None:
                 return rpc_error(
                     JsonRpcCode.INVALID_PARAMS,
-                    f"Unknown session_id: {params['session_id']}",
+                    f"Unknown session_id: {bounded_text(str(params['session_id']))}",
                     req_id,
                 )
         if session is not None:

@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import os
+import secrets
+import sys
+from collections.abc import MutableMapping
 from typing import Any
+
+from ..core.auth import TOKEN_ENV, TOKEN_FILE_ENV, token_from_env
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 #: uvicorn WebSocket implementation used by ``serve()`` and the local runtime launcher: uvicorn's
 #: sans-I/O ``websockets`` protocol minus its per-message read pause (see ``wsproto_fast``).
 #: From a shell: ``python -m openenv_train.server module:app --port N`` (plain ``uvicorn`` can only
 #: take ``--ws websockets-sansio``, the same protocol without our fast path).
 DEFAULT_WS_IMPL = "openenv_train.server.wsproto_fast:FastWebSocketsProtocol"
+#: uvicorn HTTP implementation: h11 with a deadline for request heads (see ``httpproto``).
+DEFAULT_HTTP_IMPL = "openenv_train.server.httpproto:GuardedH11Protocol"
 #: Compression costs more CPU than it saves on small JSON frames over loopback.
 DEFAULT_WS_PER_MESSAGE_DEFLATE = False
 
 
 def uvicorn_kwargs(**overrides: Any) -> dict[str, Any]:
     """The uvicorn settings we serve envs with (for launchers that build their own command)."""
+    from .httpproto import GuardedH11Protocol
     from .wsproto_fast import FastWebSocketsProtocol
 
     kw: dict[str, Any] = {
+        "http": GuardedH11Protocol,
         "ws": FastWebSocketsProtocol,
         "ws_per_message_deflate": DEFAULT_WS_PER_MESSAGE_DEFLATE,
         "log_level": "warning",
@@ -26,13 +38,55 @@ def uvicorn_kwargs(**overrides: Any) -> dict[str, Any]:
     return kw
 
 
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8000, **uvicorn_options: Any) -> None:
+def ensure_token(
+    host: str, token_file: str | None = None, environ: MutableMapping[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """The token a server on ``host`` must require, and a how-to for its users (or None).
+
+    ``token_file`` is used as ``OPENENV_TRAIN_TOKEN_FILE``. A host beyond loopback with no token
+    configured gets a fresh random one, put in ``OPENENV_TRAIN_TOKEN`` so the app (built after
+    this, or by uvicorn from its import string) requires it.
+    """
+    env = os.environ if environ is None else environ
+    if token_file is not None:
+        env[TOKEN_FILE_ENV] = token_file
+    token = token_from_env(env)
+    if token is not None or host in LOOPBACK_HOSTS or host.startswith("127."):
+        return token, None
+    token = secrets.token_urlsafe(32)
+    env[TOKEN_ENV] = token
+    how = (
+        f"This server listens on {host}, beyond loopback, so every route but /health requires a "
+        f"bearer token. Generated token:\n\n    {token}\n\nClients: EnvClient(base_url, "
+        f"token=...) or export {TOKEN_ENV}=<token> before starting them; HTTP: send the header "
+        f"'Authorization: Bearer <token>'. Pass --token-file (or set {TOKEN_ENV} / "
+        f"{TOKEN_FILE_ENV}) to choose the token yourself."
+    )
+    return token, how
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token_file: str | None = None,
+    **uvicorn_options: Any,
+) -> None:
     """Serve ``app`` (an ASGI app or an ``"module:attr"`` string) until interrupted.
 
-    Binds loopback by default; pass ``host="0.0.0.0"`` explicitly to expose the server.
+    Binds loopback by default; pass ``host="0.0.0.0"`` explicitly to expose the server, which
+    then requires a bearer token (generated and printed here unless one is configured).
     """
     import uvicorn
 
+    token, how = ensure_token(host, token_file)
+    if how is not None:
+        print(how, file=sys.stderr, flush=True)
+    gate = getattr(app, "gate", None)
+    if token is not None and gate is not None and not gate.requires_token:
+        from .guard import Gate
+
+        app.gate = Gate(gate.limits, token)  # the app object was built before the token existed
     uvicorn.run(app, host=host, port=port, **uvicorn_kwargs(**uvicorn_options))
 
 
@@ -54,6 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--log-level", default="warning")
     parser.add_argument(
+        "--token-file", default=None, help="require the bearer token stored in this file"
+    )
+    parser.add_argument(
         "--ws",
         default=None,
         help="a uvicorn WebSocket implementation name to use instead of ours (e.g. websockets-sansio)",
@@ -62,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     extra: dict[str, Any] = {"log_level": args.log_level}
     if args.ws:
         extra["ws"] = args.ws
-    serve(args.app, host=args.host, port=args.port, **extra)
+    serve(args.app, host=args.host, port=args.port, token_file=args.token_file, **extra)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,10 @@
 
 A session is owned by a WebSocket connection (``kind="ws"``) or created over HTTP ``/mcp``
 (``kind="http"``, closed by ``openenv/session/close`` or the reaper). Capacity counts sessions
-whose env is still being built, so a burst of connections can never overshoot it.
+whose env is still being built, so a burst of connections can never overshoot it. One client
+address may hold at most ``max_sessions_per_client`` of them, and a session nobody has used yet
+is reaped after ``unused_session_timeout_s`` (much sooner than a used one), so a client that
+only creates sessions cannot lock the others out.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .calls import EnvCalls, build_env, calls_for
+from .limits import Limits
 
 log = logging.getLogger("openenv_train.server")
 
@@ -27,6 +31,17 @@ class CapacityError(Exception):
         )
         self.active_sessions = active
         self.max_sessions = limit
+
+
+class QuotaError(CapacityError):
+    def __init__(self, client: str, held: int, limit: int, active: int, max_sessions: int) -> None:
+        Exception.__init__(
+            self,
+            f"Client {client} holds {held} sessions, its limit (max_sessions_per_client={limit}); "
+            "close one first, or start the server with a larger Limits(max_sessions_per_client=...)",
+        )
+        self.active_sessions = active
+        self.max_sessions = max_sessions
 
 
 class FactoryError(Exception):
@@ -53,9 +68,11 @@ class Session:
         "pending_close",
         "on_expire",
         "created_at",
+        "client",
+        "used",
     )
 
-    def __init__(self, sid: str, env: Any, kind: str) -> None:
+    def __init__(self, sid: str, env: Any, kind: str, client: str | None = None) -> None:
         self.id = sid
         self.env = env
         self.calls: EnvCalls = calls_for(env)
@@ -68,9 +85,12 @@ class Session:
         self.pending_close = False
         self.on_expire: Callable[[], Awaitable[None]] | None = None
         self.created_at = time.time()
+        self.client = client
+        self.used = False
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
+        self.used = True
 
 
 def factory_name(factory: Callable[..., Any]) -> str:
@@ -85,11 +105,14 @@ class SessionManager:
         env_factory: Callable[[], Any],
         max_sessions: int,
         session_timeout: float | None,
+        limits: Limits | None = None,
     ) -> None:
         self.env_factory = env_factory
         self.max_sessions = max_sessions
         self.session_timeout = session_timeout
+        self.limits = limits or Limits()
         self.sessions: dict[str, Session] = {}
+        self.per_client: dict[str, int] = {}
         self._reserved = 0
         self._reaper: asyncio.Task[None] | None = None
         self.reaped = 0
@@ -98,10 +121,25 @@ class SessionManager:
     def active(self) -> int:
         return len(self.sessions) + self._reserved
 
-    async def create(self, kind: str) -> Session:
-        """Reserve a slot, build the env (off the loop if sync), register the session."""
+    def _quota_key(self, client: str | None) -> str | None:
+        if client is None or (self.limits.quota_exempt_loopback and _is_loopback(client)):
+            return None
+        return client
+
+    async def create(self, kind: str, client: str | None = None) -> Session:
+        """Reserve a slot, build the env (off the loop if sync), register the session.
+
+        ``client``: the peer address, counted against ``max_sessions_per_client``.
+        """
         if self.active >= self.max_sessions:
             raise CapacityError(self.active, self.max_sessions)
+        key = self._quota_key(client)
+        if key is not None:
+            held = self.per_client.get(key, 0)
+            limit = self.limits.max_sessions_per_client
+            if held >= limit:
+                raise QuotaError(key, held, limit, self.active, self.max_sessions)
+            self.per_client[key] = held + 1
         self._reserved += 1
         try:
             try:
@@ -110,8 +148,12 @@ class SessionManager:
                 log.exception("env factory failed")
                 raise FactoryError(factory_name(self.env_factory), exc) from exc
             sid = uuid.uuid4().hex
-            session = Session(sid, env, kind)
+            session = Session(sid, env, kind, key)
             self.sessions[sid] = session
+        except BaseException:
+            if key is not None:
+                self._release(key)
+            raise
         finally:
             self._reserved -= 1
         self._ensure_reaper()
@@ -126,32 +168,53 @@ class SessionManager:
             return
         session.closed = True
         self.sessions.pop(session.id, None)
+        if session.client is not None:
+            self._release(session.client)
         try:
             await session.calls.close(session.env)
         except Exception:
-            log.exception("env.close() raised for session %s", session.id)
+            log.exception("env.close() raised for a %s session", session.kind)
+
+    def _release(self, key: str) -> None:
+        left = self.per_client.get(key, 0) - 1
+        if left > 0:
+            self.per_client[key] = left
+        else:
+            self.per_client.pop(key, None)
 
     # ---- idle reaper ---------------------------------------------------------------------
 
     def _ensure_reaper(self) -> None:
-        if not self.session_timeout or (self._reaper is not None and not self._reaper.done()):
+        if self._reaper is not None and not self._reaper.done():
             return
         self._reaper = asyncio.get_running_loop().create_task(self._reap_loop())
 
     async def _reap_loop(self) -> None:
-        timeout = float(self.session_timeout or 0)
-        period = max(0.05, min(timeout / 4, 5.0))
+        unused = self.limits.unused_session_timeout_s
+        timeout = float(self.session_timeout) if self.session_timeout else None
+        if timeout is not None:
+            unused = min(unused, timeout)
+        shortest = min(unused, timeout) if timeout is not None else unused
+        period = max(0.05, min(shortest / 4, 5.0))
         while True:
             await asyncio.sleep(period)
-            cutoff = time.monotonic() - timeout
-            idle = [s for s in self.sessions.values() if not s.busy and s.last_active < cutoff]
+            now = time.monotonic()
+            fresh_cutoff = now - unused
+            used_cutoff = now - timeout if timeout is not None else float("-inf")
+            idle = [
+                s
+                for s in self.sessions.values()
+                if not s.busy and s.last_active < (used_cutoff if s.used else fresh_cutoff)
+            ]
             for s in idle:
                 await self.expire(s)
 
     async def expire(self, session: Session) -> None:
         """Free an idle session: tell its transport to close, then close the env."""
         self.reaped += 1
-        log.info("reaping session %s idle for more than %ss", session.id, self.session_timeout)
+        log.info(
+            "reaping idle session (%s, %s)", session.kind, "used" if session.used else "never used"
+        )
         hook = session.on_expire
         await self.destroy(session)
         if hook is not None:
@@ -166,3 +229,7 @@ class SessionManager:
             self._reaper = None
         for s in list(self.sessions.values()):
             await self.destroy(s)
+
+
+def _is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in ("::1", "localhost")

@@ -17,18 +17,17 @@ from pydantic import ValidationError
 
 from ..core.errors import ErrorCode
 from ..core.models import Action
-from ..core.wire import parse_action
-from .encoding import (
-    JSONDecodeError,
-    describe_errors,
+from ..core.wire import (
     dumps,
     error_frame_json,
-    errors_list,
-    loads,
     observation_frame_json,
+    parse_action,
     state_frame_json,
 )
+from .encoding import JSONDecodeError, bounded_text, describe_errors, errors_list, loads
+from .guard import MAX_JSON_DEPTH, json_depth_exceeds
 from .jsonrpc import McpHandler
+from .limits import Limits, RateLimiter
 from .sessions import CapacityError, FactoryError, Session, SessionManager
 
 log = logging.getLogger("openenv_train.server")
@@ -61,7 +60,9 @@ class WebSocketEndpoint:
         action_cls: type[Action],
         reset_validator: Callable[[dict[str, Any]], dict[str, Any]],
         mcp: McpHandler,
+        limits: Limits | None = None,
     ) -> None:
+        self.limits = limits or Limits()
         self.manager = manager
         self.action_cls = action_cls
         self.reset_validator = reset_validator
@@ -89,7 +90,8 @@ class WebSocketEndpoint:
                 session.attached = attached = True
                 session.touch()
             else:
-                session = await self.manager.create("ws")
+                client = scope.get("client")
+                session = await self.manager.create("ws", client[0] if client else None)
         except CapacityError as exc:
             await _send_and_close(
                 send,
@@ -127,6 +129,8 @@ class WebSocketEndpoint:
 
     async def _serve(self, session: Session, receive: Receive, send: Send) -> None:
         frame = self._frame
+        limiter = RateLimiter(self.limits.max_messages_per_s)
+        max_frame = self.limits.max_frame_bytes
         while True:
             message = await receive()
             text = message.get("text")
@@ -137,6 +141,12 @@ class WebSocketEndpoint:
                 if raw is None:
                     continue
                 text = raw
+            if len(text) > max_frame:  # a server without our protocol class let it through
+                await send({"type": "websocket.close", "code": 1009, "reason": "message too big"})
+                return
+            wait = limiter.delay()
+            if wait:
+                await asyncio.sleep(wait)  # a flooding client is slowed down, not served faster
             if session.closed or session.pending_close:
                 await _send_and_close(
                     send,
@@ -158,18 +168,23 @@ class WebSocketEndpoint:
         try:
             msg = loads(text)
         except JSONDecodeError as exc:
-            return error_frame_json(ErrorCode.INVALID_JSON, f"Invalid JSON: {exc}")
+            return error_frame_json(
+                ErrorCode.INVALID_JSON, f"Invalid JSON: {bounded_text(str(exc), 200)}"
+            )
         if type(msg) is not dict:
             return _validation_frame(
                 'Invalid message: a frame must be a JSON object like {"type": "step", "data": {...}}',
                 [{"type": "dict_type", "loc": [], "msg": "Input should be an object"}],
             )
+        if len(text) > 2 * MAX_JSON_DEPTH and json_depth_exceeds(msg):  # short frames can't be
+            return _too_deep()
         kind = msg.get("type")
-        allowed = _FRAME_KEYS.get(kind)  # type: ignore[arg-type]
+        allowed = _FRAME_KEYS.get(kind) if type(kind) is str else None
         if allowed is None:
-            return error_frame_json(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {kind}")
+            shown = bounded_text(kind if type(kind) is str else dumps(kind)[:200])
+            return error_frame_json(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}")
         if len(msg) > 2 or (len(msg) == 2 and "data" not in msg):
-            extra = sorted(set(msg) - allowed)
+            extra = [bounded_text(k) for k in sorted(set(msg) - allowed)[:10]]
             return _validation_frame(
                 f"Invalid message: unknown field(s) {extra} in {kind!r} frame; put the payload "
                 "under 'data'",
@@ -195,7 +210,7 @@ class WebSocketEndpoint:
             log.warning("env raised in %s: %s", kind, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             return error_frame_json(
                 ErrorCode.EXECUTION_ERROR,
-                f"{type(exc).__name__}: {exc}",
+                bounded_text(f"{type(exc).__name__}: {exc}", 2000),
                 exception_type=type(exc).__name__,
             )
         finally:
@@ -223,6 +238,8 @@ class WebSocketEndpoint:
                 f"Invalid {self.action_name}: {describe_errors(errors)} (see GET /schema for the action fields)",
                 errors,
             )
+        except RecursionError:
+            return _too_deep()
         obs = await session.calls.step(session.env, action)
         return observation_frame_json(obs)
 
@@ -239,8 +256,23 @@ class WebSocketEndpoint:
         except ValidationError as exc:
             errors = errors_list(exc)
             return _validation_frame(f"Invalid reset data: {describe_errors(errors)}", errors)
+        except RecursionError:
+            return _too_deep()
         obs = await session.calls.reset(session.env, kwargs)
         return observation_frame_json(obs)
+
+
+def _too_deep() -> str:
+    return _validation_frame(
+        f"Invalid message: nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
+        [
+            {
+                "type": "too_deep",
+                "loc": ["data"],
+                "msg": f"Input nested deeper than {MAX_JSON_DEPTH}",
+            }
+        ],
+    )
 
 
 def _query_session_id(scope: Scope) -> str | None:

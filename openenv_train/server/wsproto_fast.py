@@ -10,16 +10,28 @@ Two costs dominate uvicorn's per-message path for small request/reply frames, an
   here directly; everything else (handshake, control frames, fragments, compression, oversize or
   invalid frames) is handed to the ``websockets`` protocol object untouched, at a frame
   boundary, so it keeps enforcing the RFC.
+
+Two bounds from the app's ``Limits`` live here because only the protocol sees raw bytes: the
+largest message (``max_frame_bytes``, close code 1009) and the time a started frame may take to
+arrive (``request_timeout_s``; a connection that stops mid-frame is closed).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import CloseCode
 from websockets.protocol import State
+
+from ..core.auth import HideAuthorization
+from .limits import find_limits
+
+_LOG = logging.getLogger("uvicorn.error.ws")
+_LOG.addFilter(HideAuthorization())
 
 try:
     from websockets.speedups import apply_mask
@@ -75,7 +87,15 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
         self._buf = b""
         self._fast = False  # True once the handshake is done and no extension was negotiated
         self._delegating = False  # inside a fragmented message: websockets parses until FIN
-        self._max_size = self.config.ws_max_size
+        limits = find_limits(self.app)
+        size = self.config.ws_max_size
+        self._max_size = (
+            limits.max_frame_bytes if size is None else min(size, limits.max_frame_bytes)
+        )
+        self.conn.max_message_size = self._max_size
+        self.conn.logger = _LOG
+        self._frame_timeout = limits.request_timeout_s
+        self._frame_timer: asyncio.TimerHandle | None = None
 
     # ---- receive ---------------------------------------------------------------------------
 
@@ -119,7 +139,8 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
                     try:
                         self._deliver({"type": "websocket.receive", "text": payload.decode()})
                     except UnicodeDecodeError:
-                        self._delegate(buf[pos:end])  # websockets closes with 1007
+                        self._invalid_utf8()
+                        return
                 else:
                     self._deliver({"type": "websocket.receive", "bytes": payload})
             else:
@@ -140,6 +161,31 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
                     return
             pos = end
         self._buf = buf[pos:] if pos < n else b""
+        if self._buf:
+            if self._frame_timer is None:
+                self._frame_timer = self.loop.call_later(self._frame_timeout, self._frame_late)
+        elif self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
+
+    def _frame_late(self) -> None:
+        """A frame was started and not finished within ``request_timeout_s``: drop the client."""
+        self._frame_timer = None
+        if self._buf and not self.transport.is_closing():
+            self.transport.abort()
+
+    def _invalid_utf8(self) -> None:
+        """Close with 1007 as the RFC says; a client's bad bytes are not a server error to log."""
+        self._fast = False
+        self._buf = b""
+        self.conn.send_close(CloseCode.INVALID_DATA, "invalid UTF-8 in a text frame")
+        self.handle_parser_exception()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._frame_timer is not None:
+            self._frame_timer.cancel()
+            self._frame_timer = None
+        super().connection_lost(exc)
 
     def _deliver(self, message: dict[str, Any]) -> None:
         if self.close_sent:
@@ -167,6 +213,14 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
             self._fast = True
 
     def send_receive_event_to_app(self) -> None:
+        if self.curr_msg_data_type == "text" and self.frames:
+            try:  # a fragmented text message, parsed by websockets: check it as the fast path does
+                b"".join(self.frames).decode()
+            except UnicodeDecodeError:
+                self.frames = []
+                self.conn.send_close(CloseCode.INVALID_DATA, "invalid UTF-8 in a text frame")
+                self.handle_parser_exception()
+                return
         paused = self.read_paused
         self.read_paused = True  # the parent pauses only when this is False
         try:

@@ -1,6 +1,11 @@
-"""The wire encoding matches OpenEnv 0.10's, checked against OpenEnv's own serializer."""
+"""The wire encoding matches OpenEnv 0.10's, checked against OpenEnv's own serializer.
+
+``wire`` is the one encoder: the server writes every frame with it and the client reads with it.
+"""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from pydantic import ValidationError
@@ -38,16 +43,20 @@ def test_observation_payload_lifts_reward_and_done_like_openenv() -> None:
         count: int
         note: str = ""
 
-    ours = wire.observation_payload(CountObservation(count=3, note="x", reward=1.5, done=True))
-    theirs = serialize_observation(OECount(count=3, note="x", reward=1.5, done=True))
-    assert ours["observation"] == theirs["observation"]
-    assert (ours["reward"], ours["done"]) == (theirs["reward"], theirs["done"])
-    assert "reward" not in ours["observation"] and "done" not in ours["observation"]
+    for reward in (1.5, None, 2, True, -0.0):
+        obs = CountObservation(count=3, note="x", reward=reward, done=True)
+        ours = json.loads(wire.observation_json(obs))
+        theirs = serialize_observation(OECount(count=3, note="x", reward=reward, done=True))
+        assert ours["observation"] == theirs["observation"]
+        assert (ours["reward"], ours["done"]) == (theirs["reward"], theirs["done"])
+        assert "reward" not in ours["observation"] and "done" not in ours["observation"]
+    frame = json.loads(wire.observation_frame_json(CountObservation(count=1)))
+    assert frame["type"] == "observation" and frame["data"]["observation"]["count"] == 1
 
 
 def test_parse_observation_round_trips() -> None:
     obs = CountObservation(count=7, reward=-1, done=True, metadata={"k": 1})
-    back = wire.parse_observation(wire.observation_payload(obs), CountObservation)
+    back = wire.parse_observation(json.loads(wire.observation_json(obs)), CountObservation)
     assert back == obs
 
 
@@ -67,7 +76,10 @@ def test_mcp_actions_are_recognised_only_for_mcp_envs() -> None:
 
 def test_state_allows_extra_fields() -> None:
     state = State(episode_id="e", step_count=2, score=9)
-    assert wire.state_payload(state) == {"episode_id": "e", "step_count": 2, "score": 9}
+    assert json.loads(wire.state_frame_json(state)) == {
+        "type": "state",
+        "data": {"episode_id": "e", "step_count": 2, "score": 9},
+    }
     with pytest.raises(ValidationError):
         State(step_count=-1)
 
@@ -75,7 +87,7 @@ def test_state_allows_extra_fields() -> None:
 def test_frames_have_openenv_shapes() -> None:
     assert wire.reset_frame(seed=3, episode_id=None) == {"type": "reset", "data": {"seed": 3}}
     assert wire.step_frame({"direction": "up"}) == {"type": "step", "data": {"direction": "up"}}
-    err = wire.error_frame(ErrorCode.UNKNOWN_TYPE, "Unknown message type: nope")
+    err = json.loads(wire.error_frame_json(ErrorCode.UNKNOWN_TYPE, "Unknown message type: nope"))
     assert err == {
         "type": "error",
         "data": {"message": "Unknown message type: nope", "code": "UNKNOWN_TYPE"},

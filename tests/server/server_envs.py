@@ -168,3 +168,21 @@ class GameTools(MCPEnvironment):
     def close(self) -> None:
         with REG.lock:
             REG.closed += 1
+
+
+class NoteAction(Action):
+    text: str = Field(description="a note to echo back")
+
+
+class NoteEnv(Environment[NoteAction, Observation, State]):
+    """Echoes a text field (for tests of strings: surrogates, huge values)."""
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None) -> Observation:
+        return Observation()
+
+    def step(self, action: NoteAction) -> Observation:
+        return Observation(metadata={"echo": action.text})
+
+    @property
+    def state(self) -> State:
+        return State()

@@ -85,3 +85,52 @@ def raw_ws_connect(port: int) -> socket.socket:
     reply = sock.recv(4096)
     assert b'"observation"' in reply
     return sock
+
+
+def read_http_response(
+    sock: socket.socket, timeout: float = 10.0
+) -> tuple[int, dict[str, str], bytes]:
+    """Read one HTTP/1.1 response with a Content-Length body from ``sock``."""
+    sock.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"connection closed before a response head: {data[:200]!r}")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:])}
+    size = int(headers.get("content-length", "0"))
+    while len(body) < size:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("connection closed mid-body")
+        body += chunk
+    return status, headers, body[:size]
+
+
+def http_request(
+    method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> bytes:
+    """The bytes of one HTTP/1.1 request with a Content-Length body."""
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+    hdrs = {"Content-Type": "application/json", **(headers or {})}
+    if body or method == "POST":
+        hdrs.setdefault("Content-Length", str(len(body)))
+    lines += [f"{k}: {v}" for k, v in hdrs.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def masked_frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    """One complete, masked client WebSocket frame."""
+    mask = os.urandom(4)
+    n = len(payload)
+    if n < 126:
+        head = bytes([0x80 | opcode, 0x80 | n])
+    elif n < 65536:
+        head = bytes([0x80 | opcode, 0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head = bytes([0x80 | opcode, 0x80 | 127]) + n.to_bytes(8, "big")
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))

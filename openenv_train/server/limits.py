@@ -1,0 +1,107 @@
+"""``Limits``: the bound on every resource a client of an env server can spend.
+
+Defaults are safe for a server reachable by anyone who can reach its port, and loose enough that
+a rollout engine never meets them (see the README's "Limits and security"). Each can be set in
+code (``create_app(..., limits=Limits(...))``) or, for a server started from a shell or a
+container, by an ``OPENENV_TRAIN_<NAME>`` environment variable (``OPENENV_TRAIN_MAX_BODY_BYTES``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+_ENV_PREFIX = "OPENENV_TRAIN_"
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-server bounds. Sizes in bytes, times in seconds."""
+
+    #: Largest HTTP request body; a larger ``Content-Length`` is refused with 413 before reading.
+    max_body_bytes: int = MIB
+    #: Largest WebSocket message a client may send; larger ones close the socket with 1009.
+    max_frame_bytes: int = MIB
+    #: Time a client has to send a whole HTTP request (head and body) or finish a started
+    #: WebSocket frame; slower connections are closed (slowloris).
+    request_timeout_s: float = 10.0
+    #: Messages per second one WebSocket session may send; faster senders are slowed down (not
+    #: refused), with up to one second's worth of burst.
+    max_messages_per_s: float = 20_000.0
+    #: Sessions one client address may hold at once (``/ws`` and ``/mcp`` together).
+    max_sessions_per_client: int = 1024
+    #: Loopback clients (this machine) are not counted against ``max_sessions_per_client``.
+    quota_exempt_loopback: bool = True
+    #: A session that was created but never sent a request is reaped after this long.
+    unused_session_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool" or isinstance(value, bool):
+                if not isinstance(value, bool):
+                    raise ValueError(f"Limits.{f.name} must be True or False, got {value!r}")
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"Limits.{f.name} must be a number > 0, got {value!r}")
+            if f.type == "int" and not isinstance(value, int):
+                raise ValueError(f"Limits.{f.name} must be an int, got {value!r}")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Limits:
+        """Defaults, then ``OPENENV_TRAIN_<FIELD>`` variables, then ``overrides``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            name = _ENV_PREFIX + f.name.upper()
+            raw = env.get(name)
+            if raw is None or raw.strip() == "":
+                continue
+            try:
+                if f.type == "bool":
+                    if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no"):
+                        raise ValueError(raw)
+                    values[f.name] = raw.strip().lower() in ("1", "true", "yes")
+                else:
+                    values[f.name] = (int if f.type == "int" else float)(raw)
+            except ValueError:
+                raise ValueError(
+                    f"{name}={raw!r} is not a valid {f.type}; unset it or give e.g. "
+                    f"{name}={getattr(cls, f.name)!r}"
+                ) from None
+        values.update(overrides)
+        return cls(**values)
+
+
+def find_limits(app: Any) -> Limits:
+    """The ``Limits`` of an env app, looking through ASGI wrappers (``.app``); else from env."""
+    for _ in range(8):
+        if app is None:
+            break
+        limits = getattr(app, "limits", None)
+        if isinstance(limits, Limits):
+            return limits
+        app = getattr(app, "app", None)
+    return Limits.from_env()
+
+
+class RateLimiter:
+    """A token bucket: ``delay()`` says how long to wait before the next message may be handled."""
+
+    __slots__ = ("rate", "tokens", "stamp")
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.tokens = rate  # one second's worth of burst
+        self.stamp = time.monotonic()
+
+    def delay(self) -> float:
+        now = time.monotonic()
+        tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate) - 1.0
+        self.stamp = now
+        self.tokens = tokens
+        return 0.0 if tokens >= 0.0 else -tokens / self.rate
