@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from blackjack_env import BlackjackEnv
+from ray_helpers import APP, node_id_with, wait_gone
 
-from conftest import APP, node_id_with, wait_gone
 from openenv_train.core.errors import ServerStartError
 from openenv_train.runtime.ray_fleet import RayServerGroup, http_healthy, start_ray_servers
 

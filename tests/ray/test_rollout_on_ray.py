@@ -10,8 +10,8 @@ import threading
 import pytest
 import ray
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, basic_strategy_answer
+from ray_helpers import APP, node_id_with
 
-from conftest import APP, node_id_with
 from openenv_train.policy import OpenAICompatiblePolicy, TransformersPolicy
 from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
 from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy

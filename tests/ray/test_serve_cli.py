@@ -14,8 +14,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-
-from conftest import APP, wait_gone
+from ray_helpers import APP, wait_gone
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conftest import node_id_with
+from ray_helpers import node_id_with
 
 pytestmark = pytest.mark.ray
 

@@ -1,0 +1,79 @@
+"""Helpers the tests/ray modules share (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import psutil
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+import ray  # noqa: E402  (the dev install includes the ray extra: a missing Ray fails loudly)
+
+APP = "blackjack_env.server.app:app"
+SERVER_CMD = "openenv_train.runtime.launch"
+
+
+def cluster_processes(session_dir: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if session_dir in cmd and ("raylet" in cmd or "gcs_server" in cmd):
+            out.append(p)
+    return out
+
+
+def alive_actors(class_name: str | None = None) -> list[dict]:
+    """Actors the cluster still has registered as alive (optionally of one class)."""
+    import ray._private.state as state
+
+    return [
+        a
+        for a in state.actors().values()
+        if a["State"] != "DEAD"
+        and (class_name is None or class_name in a.get("ActorClassName", ""))
+    ]
+
+
+def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
+    """The pids still running after ``timeout`` s (zombies count as gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    left.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def wait_no_actors(timeout: float = 15.0) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = alive_actors()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def node_id_with(resource: str) -> str:
+    for n in ray.nodes():
+        if n["Alive"] and resource in n["Resources"]:
+            return n["NodeID"]
+    raise LookupError(resource)
+
+
+def our_servers() -> set[int]:
+    """Env server processes run by this interpreter's environment (Ray workers share it)."""
+    bindir = os.path.dirname(sys.executable)
+    out = set()
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if SERVER_CMD in cmd and cmd and os.path.dirname(cmd[0]) == bindir:
+            out.add(p.pid)
+    return out
