@@ -24,9 +24,10 @@ from typing import Any
 
 from ..runtime.ray_cluster import import_ray
 from ..runtime.ray_fleet import check_placement, remote_class, strategy
-from .engine import RolloutConfig, RolloutEngine, summarize
+from .engine import RolloutConfig, RolloutEngine
 from .groups import check_groups
 from .records import RolloutBatch
+from .runner import summarize
 from .spec import TextEnvSpec
 
 _SUMMED = (
