@@ -3,6 +3,7 @@
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
     openenv-train serve APP [--host --port]    serve an env app (``pkg.server.app:app``)
     openenv-train eval MODEL_DIR [--hands N]   greedy BlackJack eval of a saved model vs baselines
+    openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
 
 Recipes live in the repo's ``recipes/<name>/`` (a ``train.py`` with ``run(cfg)`` and a
 ``config.py`` with ``load_config(path)``); they are found next to the config file or in the
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .envs_cmd import register as register_envs
 
 
 class CLIError(Exception):
@@ -147,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=2_000_000_000)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=cmd_eval)
+
+    register_envs(sub)
     return parser
 
 
