@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -38,6 +38,9 @@ class ModelSection(_Strict):
     warmup_steps: int = Field(300, ge=0)
     warmup_batch_size: int = Field(32, ge=1)
     warmup_learning_rate: float = Field(3e-3, gt=0)
+    #: warm-up guesses: "uniform" over the whole range (format only) or "in_range": uniform over
+    #: what the env's text says is still possible (needs game.show_range; no search strategy)
+    warmup_guesses: Literal["uniform", "in_range"] = "in_range"
 
 
 class EnvSection(_Strict):
@@ -117,6 +120,11 @@ def parse_config(data: Any) -> RecipeConfig:
             )
             lines.append(f"{key}: {msg.removeprefix('Value error, ')}")
         raise ConfigError("invalid recipe config:\n  " + "\n  ".join(lines)) from None
+    if cfg.model.warmup_guesses == "in_range" and not cfg.game.show_range:
+        raise ConfigError(
+            "model.warmup_guesses: 'in_range' reads the range from the env's text; set game.show_range: true "
+            "or use 'uniform'"
+        )
     if cfg.model.path and not (Path(cfg.model.path) / "config.json").is_file():
         raise ConfigError(
             f"model.path: {cfg.model.path!r} is not a saved model folder (no config.json)"

@@ -82,15 +82,22 @@ def build_tool_model(
 
 
 def random_conversation(
-    rng: random.Random, low: int, high: int, max_turns: int, show_range: bool
+    rng: random.Random,
+    low: int,
+    high: int,
+    max_turns: int,
+    show_range: bool,
+    guesses: str = "uniform",
 ) -> list[dict[str, Any]]:
-    """One game with uniformly random guesses (no strategy), as chat messages with tool calls."""
+    """One game as chat messages with tool calls, with random guesses: ``"uniform"`` over the
+    whole range (the format only), or ``"in_range"``: uniform over the range the env's text says
+    is still possible (reading the state, still no search strategy: no preference for the middle)."""
     game = GuessGame.new(low, high, max_turns, seed=rng.getrandbits(32))
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": render(game, "start", show_range)}
     ]
     while not game.done:
-        number = rng.randint(low, high)
+        number = rng.randint(game.lo, game.hi) if guesses == "in_range" else rng.randint(low, high)
         call = {"type": "function", "function": {"name": "guess", "arguments": {"number": number}}}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         messages.append(

@@ -71,7 +71,7 @@ def _model(cfg: RecipeConfig) -> tuple[Any, Any]:
         t0 = time.perf_counter()
         first, last = tool_warmup(
             model, tokenizer,
-            lambda rng: random_conversation(rng, g.low, g.high, g.max_turns, g.show_range),
+            lambda rng: random_conversation(rng, g.low, g.high, g.max_turns, g.show_range, m.warmup_guesses),
             m.warmup_steps, m.warmup_batch_size, m.warmup_learning_rate, cfg.seed,
         )  # fmt: skip
         console.print(
