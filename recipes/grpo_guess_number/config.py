@@ -35,7 +35,7 @@ class ModelSection(_Strict):
 
     path: str | None = None
     tiny: TinyModel = Field(default_factory=TinyModel)
-    warmup_steps: int = Field(300, ge=0)
+    warmup_steps: int = Field(200, ge=0)
     warmup_batch_size: int = Field(32, ge=1)
     warmup_learning_rate: float = Field(3e-3, gt=0)
     #: warm-up guesses: "uniform" over the whole range (format only) or "in_range": uniform over
@@ -54,12 +54,12 @@ class GRPOSection(_Strict):
     max_steps: int = Field(150, ge=1)
     num_generations: int = Field(8, ge=2)
     per_device_train_batch_size: int = Field(64, ge=2)
-    learning_rate: float = Field(1e-3, gt=0)
+    learning_rate: float = Field(5e-4, gt=0)
     lr_scheduler_type: str = "constant"
     beta: float = Field(0.0, ge=0)
     temperature: float = Field(1.0, gt=0)
     loss_type: str = "dapo"
-    max_completion_length: int = Field(128, ge=8)
+    max_completion_length: int = Field(144, ge=8)
     #: one model turn is ``<call> guess number N <eos>``: capping each generate call keeps a turn
     #: that never emits <eos> from running the whole batch to max_completion_length
     max_new_tokens_per_turn: int = Field(6, ge=1)

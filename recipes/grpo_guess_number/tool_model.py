@@ -16,6 +16,11 @@ from typing import Any
 from guess_number_env.game import GuessGame, render
 
 BOT, CALL = "<bot>", "<call>"
+#: What the model answers (plain text, no tool call) once the game is over: TRL keeps looping
+#: while the model calls tools, so the model must learn to stop; the warm-up shows it how.
+DONE = "done"
+#: What the environment class answers to a call after the game ended (in the vocabulary too).
+OVER_TEXT = "The episode is over; no more tool calls are accepted."
 
 CHAT_TEMPLATE = (
     "{%- for m in messages -%}"
@@ -60,7 +65,7 @@ RESPONSE_TEMPLATE: dict[str, Any] = {
 def corpus(low: int, high: int, max_turns: int, show_range: bool, games: int = 400) -> list[str]:
     """Every text the env can send for these settings (random games), for the vocabulary."""
     rng = random.Random(0)
-    texts = [f"{BOT} {CALL} guess number", *(str(n) for n in range(0, high + 2))]
+    texts = [f"{BOT} {CALL} guess number {DONE}", OVER_TEXT, *(str(n) for n in range(0, high + 2))]
     for i in range(games):
         game = GuessGame.new(low, high, max_turns, seed=i)
         texts.append(render(game, "start", show_range))
@@ -107,6 +112,7 @@ def random_conversation(
                 "content": render(game, game.guess(number), show_range),
             }
         )
+    messages.append({"role": "assistant", "content": DONE})
     return messages
 
 

@@ -204,7 +204,9 @@ def add(a, b):
 """
         result = _submit(coding_url, code)
     assert result.reward == 1.0, result.observation.errors
-    assert result.observation.metadata["network"] == ("namespace" if ROOT else "socket-disabled")
+    # a namespace needs root with CAP_SYS_ADMIN (some container runtimes drop it: then the block)
+    allowed = ("namespace", "socket-disabled") if ROOT else ("socket-disabled",)
+    assert result.observation.metadata["network"] in allowed
 
 
 @pytest.mark.skipif(not ROOT, reason="only root can move the child to a throw-away uid (README)")
