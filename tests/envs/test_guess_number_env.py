@@ -108,3 +108,18 @@ def test_openenv_generic_client_plays(guess_url: str) -> None:
         assert result.observation["feedback"] == "correct" and result.reward > 0
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
             env.step({"number": 3})
+
+
+def test_action_model_takes_typed_and_mcp_actions() -> None:
+    from pydantic import ValidationError
+
+    from openenv_train.core.mcp import CallToolAction, ListToolsAction
+
+    assert GuessAction.model_validate({"guess": 4}).guess == 4
+    call = GuessAction.model_validate(
+        {"type": "call_tool", "tool_name": "guess", "arguments": {"number": 4}}
+    )
+    assert isinstance(call, CallToolAction) and call.arguments == {"number": 4}
+    assert isinstance(GuessAction.model_validate({"type": "list_tools"}), ListToolsAction)
+    with pytest.raises(ValidationError, match="gues"):
+        GuessAction.model_validate({"gues": 4})
