@@ -84,6 +84,9 @@ class EvalSection(_Strict):
     every: int = Field(25, ge=1)
     periodic_games: int = Field(500, ge=1)
     seed: int = 2_000_000_000
+    #: save the weights of the periodic eval with the best mean reward (validation games, seeded
+    #: apart from the final eval's, so the final numbers stay unbiased) instead of the last step's
+    keep_best: bool = True
 
 
 class RecipeConfig(_Strict):

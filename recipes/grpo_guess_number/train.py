@@ -203,9 +203,14 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         RichProgressCallback(f"GRPO {cfg.name}", fields=("reward",)) if cfg.progress else None
     )
 
+    best: dict[str, Any] = {}
+
     def on_eval(step: int, m: dict[str, float]) -> None:
         m["wall_s"] = round(time.perf_counter() - t_start, 1)
         curve.append((step, m))
+        if ev.keep_best and step > 0 and m["mean_reward"] > best.get("score", float("-inf")):
+            state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            best.update(step=step, score=m["mean_reward"], state=state)
         metrics.write("eval", step, m)
         if progress is not None:
             progress.set_status(solved=m["solve_rate"], guesses=m["mean_guesses"])
@@ -237,17 +242,20 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         train_s = time.perf_counter() - t0
         step_times = [train_s / max(1, trainer.state.global_step)]
         model = trainer.model
-        after = greedy(ev.games, ev.seed)
+        last = after = greedy(ev.games, ev.seed)
     finally:
         if servers is not None:
             servers.stop()
     steps = trainer.state.global_step
-    metrics.write("eval_after", steps, after)
+    metrics.write("eval_after", steps, {**last, "which": "last"})
+    rows = {"model before": before, f"model after (last, step {steps})": last}
+    if best and best["step"] != steps:
+        model.load_state_dict(best["state"])
+        after = greedy(ev.games, ev.seed)
+        rows[f"model after (best validation, step {best['step']}, saved)"] = after
+        metrics.write("eval_after", best["step"], {**after, "which": "best"})
     console.print(
-        _table(
-            f"after {steps} GRPO steps ({ev.games} fresh games, greedy)",
-            {"model before": before, "model after": after, **base},
-        )
+        _table(f"after {steps} GRPO steps ({ev.games} fresh games, greedy)", {**rows, **base})
     )
     model_dir = out / "model"
     trainer.save_model(str(model_dir))
@@ -263,6 +271,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         "name": cfg.name,
         "before": before,
         "after": after,
+        "after_last": last,
+        "saved_step": best["step"] if after is not last else steps,
         "baselines": base,
         "curve": [{"step": s, **m} for s, m in curve],
         "validation_baselines": val_base,
