@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..catalog import BrokenEnvEntryError, UnknownEnvError, describe, env_names
@@ -44,19 +45,22 @@ def fields_summary(schema: dict[str, Any]) -> str:
     return ", ".join(parts) or "(none)"
 
 
-def cmd_envs(args: argparse.Namespace) -> int:
-    from ..cli.main import CLIError
+def _fail(message: str) -> int:
+    print(f"openenv-train envs: error: {message}", file=sys.stderr)
+    return 2
 
+
+def cmd_envs(args: argparse.Namespace) -> int:
     names = [args.name] if args.name else env_names()
     rows = []
     for name in names:
         try:
             rows.append(describe(name))
         except UnknownEnvError as err:
-            raise CLIError(str(err)) from None
+            return _fail(str(err))
         except BrokenEnvEntryError as err:
             if args.name:
-                raise CLIError(str(err)) from None
+                return _fail(str(err))
             rows.append({"name": name, "error": str(err)})
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -53,12 +53,10 @@ def _isolate(job):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    libc_prctl = None
     try:
         import ctypes
 
-        libc_prctl = ctypes.CDLL(None).prctl
-        libc_prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
     except (OSError, AttributeError):
         pass
     if network != "namespace":
