@@ -8,6 +8,7 @@ A turn without a parsable ``<call> guess number N`` ends the game unsolved, as i
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from guess_number_env.game import BASELINES, GuessGame, play, render
@@ -91,3 +92,39 @@ def baselines(
 ) -> dict[str, dict[str, float]]:
     """Random guesser, random among the still-possible numbers, binary search: on the same games."""
     return {name: play(fn, games, seed, low, high, max_turns) for name, fn in BASELINES.items()}
+
+
+def evaluate_saved_model(
+    model_dir: str | Path, *, episodes: int | None = None, seed: int | None = None
+) -> dict[str, dict[str, float]]:
+    """Greedy eval of ``runs/<name>/model`` beside the baselines (the recipe's evaluator).
+
+    The game settings come from the run's ``config.json`` next to the model folder (the recipe
+    defaults when it is missing); ``episodes``/``seed`` override the eval section's.
+    """
+    from rich.console import Console
+
+    from openenv_train.policy.tiny import load_tiny_model
+
+    from .config import RecipeConfig
+    from .tool_model import CHAT_TEMPLATE, RESPONSE_TEMPLATE
+    from .train import _table
+
+    path = Path(model_dir)
+    run_config = path.parent / "config.json"
+    cfg = (
+        RecipeConfig.model_validate_json(run_config.read_text())
+        if run_config.is_file()
+        else RecipeConfig()
+    )
+    model, tokenizer = load_tiny_model(path)
+    tokenizer.chat_template, tokenizer.response_template = CHAT_TEMPLATE, RESPONSE_TEMPLATE
+    g = cfg.game
+    n = episodes or cfg.eval.games
+    s = cfg.eval.seed if seed is None else seed
+    rows = {
+        "model": evaluate_model(model, tokenizer, n, s, g.low, g.high, g.max_turns, g.show_range)
+    }
+    rows.update(baselines(n, s, g.low, g.high, g.max_turns))
+    Console().print(_table(f"{path} ({n} fresh games, greedy)", rows))
+    return rows

@@ -96,3 +96,7 @@ def test_recipe_runs_end_to_end_at_tiny_size(tmp_path: Path) -> None:
         run_dir / "model" / "tokenizer.json"
     ).is_file()
     assert (run_dir / "metrics.jsonl").read_text().count('"eval"') == 3
+    from recipes.grpo_guess_number.evaluate import evaluate_saved_model
+
+    rows = evaluate_saved_model(run_dir / "model", episodes=16)  # the game settings of the run
+    assert rows["model"]["solve_rate"] == summary["after"]["solve_rate"]  # same 16 seeded games
