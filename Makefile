@@ -10,11 +10,12 @@ PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines
 
-$(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env \
+		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -6,6 +6,7 @@
     openenv-train build PATH [--tag --base-image]    build an env image
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
+    openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -21,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from .recipes import RecipeError, get_recipe
+from .envs_cmd import register as register_envs
 
 
 class CLIError(Exception):
@@ -103,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the recipe's)")
     p.set_defaults(func=cmd_eval)
+
+    register_envs(sub)
     return parser
 
 

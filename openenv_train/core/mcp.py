@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .models import Action, Observation
 
@@ -61,6 +61,21 @@ MCP_ACTION_TYPES: dict[str, type[Action]] = {
     "list_tools": ListToolsAction,
     "call_tool": CallToolAction,
 }
+
+
+class TypedOrToolAction(Action):
+    """Base of an env's own action model that also accepts the MCP ``list_tools``/``call_tool``
+    actions, so one env serves typed actions and MCP tools on the same ``/ws`` step (subclass it,
+    add your fields, pass it to ``create_app``; the env sees a ``CallToolAction`` for tool calls).
+    """
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tool_actions(cls, data: Any, handler: Any) -> Any:
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind in MCP_ACTION_TYPES:
+            return MCP_ACTION_TYPES[kind].model_validate(data)
+        return handler(data)
 
 
 class JsonRpcCode:

@@ -162,8 +162,13 @@ def plot_learning_curve(
     baselines: dict[str, dict[str, float]] | None = None,
     title: str = "GRPO learning curve",
     x_label: str = "optimizer step",
+    panels: Sequence[tuple[str, str]] = (
+        ("win", "greedy win rate"),
+        ("mean_return", "mean return"),
+    ),
 ) -> Path:
-    """PNG of win rate and mean return vs step (two panels), with dashed baseline lines."""
+    """PNG of one panel per ``(metric key, label)`` vs step (default: win rate and mean return),
+    with dashed baseline lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -172,11 +177,9 @@ def plot_learning_curve(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     steps = [s for s, _ in points]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key, label in (
-        (axes[0], "win", "greedy win rate"),
-        (axes[1], "mean_return", "mean return"),
-    ):
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    axes = axes[0]
+    for ax, (key, label) in zip(axes, panels, strict=True):
         ax.plot(steps, [m.get(key, float("nan")) for _, m in points], marker="o", label="policy")
         for i, (name, base) in enumerate((baselines or {}).items()):
             if key in base:

@@ -13,7 +13,13 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ENVS = {"echo_env": "openenv-train-echo-env", "blackjack_env": "openenv-train-blackjack-env"}
+ENVS = {
+    "echo_env": "openenv-train-echo-env",
+    "blackjack_env": "openenv-train-blackjack-env",
+    "guess_number_env": "openenv-train-guess-number-env",
+    "wordle_env": "openenv-train-wordle-env",
+    "coding_env": "openenv-train-coding-env",
+}
 
 
 @pytest.mark.parametrize("name", list(ENVS))

@@ -1,0 +1,1 @@
+"""Coding env server: ``uvicorn coding_env.server.app:app``."""

@@ -1,0 +1,116 @@
+"""The coding env: the model submits Python source, the sandbox runs the task's tests on it.
+
+reward = fraction of the task's tests passed by this submission. The episode ends when every
+test passes or after ``max_attempts`` submissions. Hostile code is the sandbox's business
+(``coding_env.sandbox``): a run that loops, forks, floods output or exits early is a failed
+submission with a status saying why, never a failed server. Runs are bounded per server process
+(``CODING_MAX_PARALLEL``, default the CPU count); steps are plain methods, so they run in worker
+threads and a slow run never stalls other sessions.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import uuid
+
+from openenv_train.core.models import EnvironmentMetadata
+from openenv_train.server import Environment
+
+from ..models import CodeAction, CodingObservation, CodingState
+from ..sandbox import Limits, run_tests
+from ..tasks import TASKS, TASKS_BY_ID, Task
+
+_PARALLEL = threading.BoundedSemaphore(
+    int(os.environ.get("CODING_MAX_PARALLEL") or os.cpu_count() or 1)
+)
+
+
+class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState]):
+    """Write a Python function that passes the task's unit tests."""
+
+    metadata = EnvironmentMetadata(
+        name="coding_env",
+        description="Submit Python source for a small function; it runs against unit tests in a "
+        "sandboxed subprocess; reward = fraction of tests passed.",
+        version="0.1.0",
+    )
+
+    def __init__(self) -> None:
+        self._limits = Limits.from_env()
+        self._rng = random.Random()
+        self._task: Task | None = None
+        self._seed: int | None = None
+        self._episode_id: str | None = None
+        self._attempts = 0
+        self._max_attempts = 1
+        self._best = 0.0
+        self._done = False
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        max_attempts: int = 1,
+    ) -> CodingObservation:
+        if task_id is not None and task_id not in TASKS_BY_ID:
+            raise ValueError(
+                f"task_id {task_id!r} is not a task; use one of {', '.join(sorted(TASKS_BY_ID))}"
+            )
+        if (
+            isinstance(max_attempts, bool)
+            or not isinstance(max_attempts, int)
+            or not 1 <= max_attempts <= 10
+        ):
+            raise ValueError(f"max_attempts must be an integer in 1..10, got {max_attempts!r}")
+        rng = random.Random(seed) if seed is not None else self._rng
+        self._task = TASKS_BY_ID[task_id] if task_id else rng.choice(TASKS)
+        self._seed, self._episode_id = seed, episode_id or uuid.uuid4().hex
+        self._attempts, self._max_attempts, self._best, self._done = 0, max_attempts, 0.0, False
+        task = self._task
+        return CodingObservation(
+            task_id=task.id,
+            function=task.function,
+            prompt=f"Write a Python function {task.prompt}",
+            total=len(task.tests),
+            attempts_left=max_attempts,
+            reward=0.0,
+        )
+
+    def step(self, action: CodeAction) -> CodingObservation:
+        task = self._task
+        if task is None:
+            raise RuntimeError("no task: call reset() before submitting code")
+        if self._done:
+            raise RuntimeError("the episode is over (done=True): call reset() for a new task")
+        with _PARALLEL:
+            result = run_tests(action.code, task.tests, self._limits)
+        self._attempts += 1
+        self._best = max(self._best, result.fraction)
+        self._done = result.passed == result.total or self._attempts >= self._max_attempts
+        return CodingObservation(
+            task_id=task.id,
+            function=task.function,
+            passed=result.passed,
+            total=result.total,
+            status=result.status,
+            errors=result.errors,
+            output=result.output,
+            attempts_left=self._max_attempts - self._attempts,
+            reward=round(result.fraction, 6),
+            done=self._done,
+            metadata={"network": result.network, "seconds": result.seconds},
+        )
+
+    def state(self) -> CodingState:
+        return CodingState(
+            episode_id=self._episode_id,
+            step_count=self._attempts,
+            seed=self._seed,
+            task_id=self._task.id if self._task else "",
+            attempts=self._attempts,
+            best_fraction=self._best,
+            done=self._done,
+        )

@@ -1,0 +1,1 @@
+"""Guess-the-number env server: ``uvicorn guess_number_env.server.app:app``."""

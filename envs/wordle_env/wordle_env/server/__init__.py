@@ -1,0 +1,1 @@
+"""Wordle env server: ``uvicorn wordle_env.server.app:app``."""

@@ -1,0 +1,158 @@
+"""The env catalog: installed env packages register under the ``openenv_train.envs`` entry points.
+
+An env package names itself in its ``pyproject.toml``::
+
+    [project.entry-points."openenv_train.envs"]
+    blackjack = "blackjack_env:CATALOG_ENTRY"
+
+where ``CATALOG_ENTRY`` is an :class:`EnvEntry` (import paths as strings, so listing the catalog
+imports only the packages asked about). ``AutoEnv.from_name("blackjack")`` is then the client
+class, ``AutoEnv.app("blackjack")`` the server's ASGI import path and
+``AutoAction.from_name("blackjack")`` the action model; an unknown name raises
+:class:`UnknownEnvError` listing the installed ones. No server, client or torch is imported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Any
+
+ENTRY_POINT_GROUP = "openenv_train.envs"
+
+
+class UnknownEnvError(LookupError):
+    """No installed env answers to that name; the message lists the ones that do."""
+
+
+class BrokenEnvEntryError(RuntimeError):
+    """An installed env registered an entry point that cannot be loaded or is not an EnvEntry."""
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One env in the catalog. Every ``*_path`` is ``"module:attribute"``.
+
+    ``description`` is one line for ``openenv-train envs``; ``app`` is what ``uvicorn``,
+    ``openenv-train serve`` and ``start_local_servers`` take.
+    """
+
+    name: str
+    description: str
+    app: str
+    client_path: str
+    action_path: str
+    observation_path: str
+    state_path: str = "openenv_train.core.models:State"
+
+    def client(self) -> type:
+        return _load(self.client_path, f"{self.name}: client_path")
+
+    def action(self) -> type:
+        return _load(self.action_path, f"{self.name}: action_path")
+
+    def observation(self) -> type:
+        return _load(self.observation_path, f"{self.name}: observation_path")
+
+    def state(self) -> type:
+        return _load(self.state_path, f"{self.name}: state_path")
+
+
+def _load(path: str, what: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr:
+        raise BrokenEnvEntryError(f"{what}: {path!r} is not 'module:attribute'")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as err:
+        raise BrokenEnvEntryError(
+            f"{what}: cannot load {path!r} ({type(err).__name__}: {err}); reinstall the env package"
+        ) from err
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)  # first wins, as importlib orders distributions
+    return found
+
+
+def env_names() -> list[str]:
+    """Names of the installed envs, sorted."""
+    return sorted(_entry_points())
+
+
+def get_entry(name: str) -> EnvEntry:
+    """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too)."""
+    if not isinstance(name, str) or not name:
+        raise UnknownEnvError(f"env name must be a non-empty string, got {name!r}")
+    eps = _entry_points()
+    ep = eps.get(name) or eps.get(name.removesuffix("_env"))
+    if ep is None:
+        known = ", ".join(sorted(eps)) or "none (pip install an env package, e.g. envs/echo_env)"
+        raise UnknownEnvError(f"no env named {name!r} is installed; installed envs: {known}")
+    try:
+        entry = ep.load()
+    except Exception as err:
+        raise BrokenEnvEntryError(
+            f"env {ep.name!r}: entry point {ep.value!r} failed to load ({type(err).__name__}: {err})"
+        ) from err
+    if not isinstance(entry, EnvEntry):
+        raise BrokenEnvEntryError(
+            f"env {ep.name!r}: entry point {ep.value!r} gives a {type(entry).__name__}, not an "
+            "openenv_train.catalog.EnvEntry"
+        )
+    return entry
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Name, description, app and the action/observation JSON schemas of one env."""
+    entry = get_entry(name)
+    return {
+        "name": entry.name,
+        "description": entry.description,
+        "app": entry.app,
+        "client": entry.client_path,
+        "action": entry.action().model_json_schema(),
+        "observation": entry.observation().model_json_schema(),
+    }
+
+
+class AutoEnv:
+    """Find an installed env by name: ``AutoEnv.from_name("blackjack")`` is ``BlackjackEnv``."""
+
+    @staticmethod
+    def from_name(name: str) -> type:
+        """The env's client class (``async with cls(base_url=...)``; ``cls.from_local(app)``)."""
+        return get_entry(name).client()
+
+    @staticmethod
+    def app(name: str) -> str:
+        """The env server's ASGI import path, e.g. ``"blackjack_env.server.app:app"``."""
+        return get_entry(name).app
+
+    @staticmethod
+    def names() -> list[str]:
+        return env_names()
+
+
+class AutoAction:
+    """``AutoAction.from_name("blackjack")`` is ``BlackjackAction`` (the env's step action model)."""
+
+    @staticmethod
+    def from_name(name: str) -> type:
+        return get_entry(name).action()
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AutoAction",
+    "AutoEnv",
+    "BrokenEnvEntryError",
+    "EnvEntry",
+    "UnknownEnvError",
+    "describe",
+    "env_names",
+    "get_entry",
+]

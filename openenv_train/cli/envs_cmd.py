@@ -1,0 +1,96 @@
+"""``openenv-train envs``: list the installed envs (catalog entry points) with their schemas.
+
+openenv-train envs              a table: name, description, app, action and observation fields
+openenv-train envs NAME         one env
+openenv-train envs --json       the same with full JSON schemas, for scripts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..catalog import BrokenEnvEntryError, UnknownEnvError, describe, env_names
+
+_BASE_FIELDS = frozenset({"metadata", "done", "reward"})
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return "|".join(_type_of(o) for o in options)
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list[{_type_of(schema.get('items') or {})}]"
+    return str(kind)
+
+
+def fields_summary(schema: dict[str, Any]) -> str:
+    """``guess: integer, ...`` from a model's JSON schema (base fields left out; * = required)."""
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    parts = [
+        f"{name}{'*' if name in required else ''}: {_type_of(p)}"
+        for name, p in props.items()
+        if name not in _BASE_FIELDS
+    ]
+    return ", ".join(parts) or "(none)"
+
+
+def _fail(message: str) -> int:
+    print(f"openenv-train envs: error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    names = [args.name] if args.name else env_names()
+    rows = []
+    for name in names:
+        try:
+            rows.append(describe(name))
+        except UnknownEnvError as err:
+            return _fail(str(err))
+        except BrokenEnvEntryError as err:
+            if args.name:
+                return _fail(str(err))
+            rows.append({"name": name, "error": str(err)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"installed envs ({len(rows)})", show_lines=True)
+    for col in ("name", "description", "app", "action", "observation"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["name"], f"[red]{r['error']}[/]", "", "", "")
+            continue
+        table.add_row(
+            r["name"],
+            r["description"],
+            r["app"],
+            fields_summary(r["action"]),
+            fields_summary(r["observation"]),
+        )
+    Console().print(table)
+    if not rows:
+        print("no envs installed; pip install an env package (e.g. pip install -e envs/echo_env)")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add the ``envs`` subcommand to the ``openenv-train`` parser."""
+    p = sub.add_parser("envs", help="list installed envs with their action/observation schema")
+    p.add_argument("name", nargs="?", default=None, help="show one env (e.g. blackjack)")
+    p.add_argument("--json", action="store_true", help="print JSON with the full schemas")
+    p.set_defaults(func=cmd_envs)
