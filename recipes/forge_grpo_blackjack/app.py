@@ -1,0 +1,108 @@
+"""forge's GRPO loop over an actor graph: continuous rollouts -> replay buffer -> train -> push.
+
+The same two loops as forge's GRPO app (``continuous_rollouts`` beside ``continuous_training``):
+rollout actors play whole groups (advantages set) into the replay buffer; the training loop
+samples a batch at the current policy version (the buffer drops rows older than ``off_by_n``
+versions), runs a train step, and pushes the new weights to the generator, every step. A rollout
+actor waits while the buffer already holds a full batch, so two CPU cores are not spent on rows
+that would only go stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import ForgeRecipeConfig
+
+
+@dataclass
+class Actors:
+    """Handles of the spawned actors (``generator`` may be a forge service)."""
+
+    generator: Any
+    trainer: Any
+    replay_buffer: Any
+    rollouts: list[Any]
+    push: Callable[[int], Any]  # push the trainer's weights for a version to the generator(s)
+
+
+@dataclass
+class LoopState:
+    step: int = 0
+    episodes: int = 0
+    rollouts: int = 0
+    dropped_groups: int = 0
+    last_rollout: dict[str, Any] = field(default_factory=dict)
+    #: the trainer's current weights (for evals in the controller)
+    fetch_weights: Callable[[], Awaitable[dict[str, Any]]] | None = None
+
+
+async def monarch_push(actors: Actors, version: int) -> None:
+    """Our CPU path: the trainer hands its weights over, the generator loads them."""
+    state = await actors.trainer.push_weights.call_one(version)
+    await actors.generator.update_weights.call_one(version, state)
+
+
+async def run_loop(
+    cfg: ForgeRecipeConfig,
+    actors: Actors,
+    *,
+    on_step: Callable[[int, dict[str, Any], LoopState], Any],
+    log: Callable[[str, int, dict[str, Any]], None],
+) -> LoopState:
+    """Train ``cfg.steps`` steps; ``on_step(step, train_metrics, state)`` after each weight push."""
+    state = LoopState()
+    state.fetch_weights = lambda: actors.trainer.push_weights.call_one(state.step)
+    stop = asyncio.Event()
+    groups = cfg.rollout.groups_per_rollout
+
+    async def continuous_rollouts(rollout: Any) -> None:
+        while not stop.is_set():
+            stats = await actors.replay_buffer.stats.call_one()
+            if stats["size"] >= cfg.local_batch_size:
+                await asyncio.sleep(0.02)
+                continue
+            batch, metrics = await rollout.rollout.call_one(groups, cfg.group_size)
+            episodes = [e for g in batch for e in g]
+            if episodes:
+                await actors.replay_buffer.add.call_one(episodes)
+            state.episodes += len(episodes)
+            state.rollouts += 1
+            state.dropped_groups += metrics.get("dropped_groups", 0)
+            state.last_rollout = metrics
+            if state.rollouts % 10 == 0:
+                log("rollout", state.step, {**metrics, "episodes": state.episodes})
+
+    async def continuous_training() -> None:
+        while state.step < cfg.steps:
+            batch = await actors.replay_buffer.sample.call_one(curr_policy_version=state.step)
+            if batch is None:
+                await asyncio.sleep(0.01)
+                continue
+            t0 = time.perf_counter()
+            inputs, targets = batch
+            metrics = await actors.trainer.train_step.call_one(inputs, targets)
+            state.step += 1
+            await actors.push(state.step)
+            metrics["step_s"] = time.perf_counter() - t0
+            await on_step(state.step, metrics, state)
+
+    tasks = [asyncio.create_task(continuous_rollouts(r)) for r in actors.rollouts]
+    training = asyncio.create_task(continuous_training())
+    try:
+        while not training.done():  # a failing rollout actor must not leave training waiting
+            done, _ = await asyncio.wait([training, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                if t is not training and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        training.result()
+    finally:
+        stop.set()
+        for t in [training, *tasks]:
+            t.cancel()
+        await asyncio.gather(training, *tasks, return_exceptions=True)
+    return state
