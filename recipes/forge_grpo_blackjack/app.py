@@ -4,8 +4,8 @@ The same two loops as forge's GRPO app (``continuous_rollouts`` beside ``continu
 rollout actors play whole groups (advantages set) into the replay buffer; the training loop
 samples a batch at the current policy version (the buffer drops rows older than ``off_by_n``
 versions), runs a train step, and pushes the new weights to the generator, every step. A rollout
-actor waits while the buffer already holds a full batch, so two CPU cores are not spent on rows
-that would only go stale.
+actor waits while the buffer already holds a full batch (woken by the next sample, not by
+polling), so two CPU cores are not spent on rows that would only go stale.
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ class LoopState:
     fetch_weights: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
 
+async def _wait(event: asyncio.Event, timeout_s: float = 1.0) -> None:
+    """Wait for ``event`` at most ``timeout_s`` (a missed wake-up costs a second, never a hang)."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout_s)
+    except asyncio.TimeoutError:
+        pass
+
+
 async def monarch_push(actors: Actors, version: int) -> None:
     """Our CPU path: the trainer hands its weights over, the generator loads them."""
     state = await actors.trainer.push_weights.call_one(version)
@@ -56,20 +64,23 @@ async def run_loop(
 ) -> LoopState:
     """Train ``cfg.steps`` steps; ``on_step(step, train_metrics, state)`` after each weight push."""
     state = LoopState()
+    sampled, added = asyncio.Event(), asyncio.Event()  # wake-ups instead of polling the buffer
     state.fetch_weights = lambda: actors.trainer.push_weights.call_one(state.step)
     stop = asyncio.Event()
     groups = cfg.rollout.groups_per_rollout
 
     async def continuous_rollouts(rollout: Any) -> None:
         while not stop.is_set():
+            sampled.clear()  # cleared before the check, so a sample in between still wakes us
             stats = await actors.replay_buffer.stats.call_one()
             if stats["size"] >= cfg.local_batch_size:
-                await asyncio.sleep(0.02)
+                await _wait(sampled)
                 continue
             batch, metrics = await rollout.rollout.call_one(groups, cfg.group_size)
             episodes = [e for g in batch for e in g]
             if episodes:
                 await actors.replay_buffer.add.call_one(episodes)
+                added.set()
             state.episodes += len(episodes)
             state.rollouts += 1
             state.dropped_groups += metrics.get("dropped_groups", 0)
@@ -79,9 +90,11 @@ async def run_loop(
 
     async def continuous_training() -> None:
         while state.step < cfg.steps:
+            added.clear()
             batch = await actors.replay_buffer.sample.call_one(curr_policy_version=state.step)
+            sampled.set()
             if batch is None:
-                await asyncio.sleep(0.01)
+                await _wait(added)
                 continue
             t0 = time.perf_counter()
             inputs, targets = batch

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -208,7 +209,9 @@ async def _train(
 
 def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also in the actor processes
     import torch
+    from transformers.utils import logging as hf_logging
 
     from openenv_train.policy.tiny import load_tiny_model
     from openenv_train.policy.transformers_policy import TransformersPolicy
@@ -217,6 +220,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     from recipes.grpo_blackjack.evaluate import baselines, evaluate_policy
     from recipes.grpo_blackjack.train import _table
 
+    hf_logging.disable_progress_bar()
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
     out = cfg.run_dir

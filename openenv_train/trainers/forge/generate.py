@@ -79,6 +79,7 @@ class GeneratorPolicy(Policy):
     ``sampling_params``: optional factory ``SamplingSettings -> object`` passed to the generator
     as ``sampling_params=`` (e.g. a vLLM ``SamplingParams`` with ``n=1`` for forge's Generator);
     without it the generator's own configured sampling is used and must yield one completion.
+    ``batched=False`` keeps to forge's one-prompt ``generate`` even when ``generate_ids`` exists.
     """
 
     def __init__(
@@ -88,13 +89,14 @@ class GeneratorPolicy(Policy):
         *,
         sampling_params: Callable[[SamplingSettings], Any] | None = None,
         check_tokens: bool = True,
+        batched: bool = True,
     ) -> None:
         self.tokenizer = tokenizer
         self.generator = generator
         self.sampling_params = sampling_params
         self.check_tokens = check_tokens
         self._generate = _endpoint(generator, "generate")
-        self._generate_ids = _endpoint(generator, "generate_ids")
+        self._generate_ids = _endpoint(generator, "generate_ids") if batched else None
         if self._generate is None and self._generate_ids is None:
             raise TypeError(
                 f"generator: {type(generator).__name__} has no generate endpoint; pass forge's "
