@@ -99,6 +99,8 @@ async def run_loop(
             t0 = time.perf_counter()
             inputs, targets = batch
             metrics = await actors.trainer.train_step.call_one(inputs, targets)
+            if not isinstance(metrics, dict):  # forge's TitanTrainer returns the loss alone
+                metrics = {"loss": float(metrics)}
             state.step += 1
             await actors.push(state.step)
             metrics["step_s"] = time.perf_counter() - t0

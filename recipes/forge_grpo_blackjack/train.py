@@ -196,7 +196,11 @@ async def _train(
         )
         try:
             state = await run_loop(cfg, actors, on_step=hooks["on_step"], log=hooks["log"])
-            final = await actors.trainer.push_weights.call_one(state.step)
+            final = (
+                None  # forge's trainer pushes to torchstore and keeps its checkpoints itself
+                if cfg.backend == "forge"
+                else await actors.trainer.push_weights.call_one(state.step)
+            )
             buffer_stats = await actors.replay_buffer.stats.call_one()
         finally:
             for r in actors.rollouts:  # close env sessions before the processes go
@@ -204,11 +208,17 @@ async def _train(
                     await asyncio.wait_for(r.close.call_one(), 10)
                 except (Exception, asyncio.CancelledError):
                     pass
+            if cfg.backend == "forge":
+                from .forge_backend import shutdown_forge
+
+                await shutdown_forge()
     return state, {"weights": final, "buffer": buffer_stats}
 
 
 def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
+    if cfg.backend == "forge":
+        return _run_forge(cfg)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also in the actor processes
     import torch
     from transformers.utils import logging as hf_logging
@@ -342,6 +352,31 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
         f"done in {summary['wall_seconds']}s ({state.step} steps, {summary['seconds_per_step']}s/step, "
         f"{state.episodes:,} episodes); curve -> {png}, metrics -> {metrics.path}"
     )
+    return summary
+
+
+def _run_forge(cfg: ForgeRecipeConfig) -> dict[str, Any]:
+    """forge's own actors (GPUs; untested here): train, log rollout rewards, no local evals."""
+    from openenv_train.runtime import start_local_servers
+    from openenv_train.trainers import JsonlMetricsCallback
+
+    out = cfg.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = JsonlMetricsCallback(out / "metrics.jsonl")
+
+    async def on_step(step: int, m: dict[str, Any], state: LoopState) -> None:
+        metrics.write("train", step, {**m, "reward_mean": state.last_rollout.get("reward_mean")})
+
+    hooks = {"on_step": on_step, "log": metrics.write}
+    with start_local_servers(cfg.env.app, cfg.env.num_servers) as servers:
+        state, final = asyncio.run(_train(cfg, Path(cfg.forge.model), servers.base_urls, hooks))
+    summary = {
+        "name": cfg.name,
+        "backend": "forge",
+        "steps": state.step,
+        "episodes": state.episodes,
+    }
+    (out / "summary.json").write_text(json.dumps({**summary, "buffer": final["buffer"]}, indent=2))
     return summary
 
 

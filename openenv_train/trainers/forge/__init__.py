@@ -7,6 +7,7 @@ when it is importable its ``Completion`` and ``ForgeActor`` are used.
 from .buffer import ReplayBuffer
 from .generate import GeneratorPolicy, TokenMismatchError, completion_to_generation
 from .loss import AdaptiveEntropy, forge_loss, grpo_loss
+from .rollouts import Rollouts, load_tokenizer
 from .shapes import (
     FORGE_AVAILABLE,
     Completion,
@@ -26,6 +27,7 @@ __all__ = [
     "GeneratorPolicy",
     "Group",
     "ReplayBuffer",
+    "Rollouts",
     "TokenMismatchError",
     "collate",
     "completion_to_generation",
@@ -34,4 +36,5 @@ __all__ = [
     "grpo_loss",
     "group_advantages",
     "groups_from_records",
+    "load_tokenizer",
 ]

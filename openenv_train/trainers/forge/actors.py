@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict
 from typing import Any
 
 import torch
 from monarch.actor import Actor, endpoint
 
 from ...policy.base import SamplingSettings
-from ...rollout.engine import RolloutConfig, RolloutEngine
 from ...rollout.spec import TextEnvSpec
 from .buffer import ReplayBuffer
-from .generate import GeneratorPolicy
 from .loss import AdaptiveEntropy, grpo_loss
-from .shapes import Completion, Episode, collate, groups_from_records
+from .rollouts import Rollouts, load_tokenizer
+from .shapes import Completion, Episode, Group, collate
 
 try:
     from forge.controller.actor import ForgeActor as _Base  # type: ignore[import-not-found]
@@ -235,63 +233,20 @@ class ReplayBufferActor(_Base):
 
 
 class RolloutActor(_Base):
-    """Owns env sessions on our servers and plays GRPO groups through a forge-style generator."""
+    """Owns env sessions on our servers and plays GRPO groups through a forge-style generator
+    (``rollouts.Rollouts``); ``tokenizer`` is a tiny-model folder or a hub id."""
 
     def __init__(
-        self,
-        spec: TextEnvSpec,
-        base_urls: list[str],
-        generator: Any,
-        model_dir: str,
-        *,
-        rollout: dict[str, Any] | None = None,
-        request_len: int = 16,
-        response_len: int = 64,
-        prompt: str = "blackjack",
+        self, spec: TextEnvSpec, base_urls: list[str], generator: Any, tokenizer: str, **kw: Any
     ) -> None:
         super().__init__()
-        from ...policy.tiny import load_tiny_tokenizer
-
-        self.tokenizer = load_tiny_tokenizer(model_dir)
-        config = RolloutConfig(**{"max_episode_tokens": response_len, **(rollout or {})})
-        if config.max_episode_tokens > response_len:
-            raise ValueError(
-                f"rollout.max_episode_tokens={config.max_episode_tokens} exceeds response_len={response_len}"
-            )
-        self.policy = GeneratorPolicy(generator, self.tokenizer)
-        self.engine = RolloutEngine(spec, self.policy, base_urls, config)
-        self.shape = {"request_len": request_len, "response_len": response_len}
-        self.prompt = prompt
+        self.impl = Rollouts(spec, base_urls, generator, load_tokenizer(tokenizer), **kw)
 
     @endpoint
-    async def rollout(
-        self, num_groups: int, group_size: int
-    ) -> tuple[list[list[Episode]], dict[str, Any]]:
+    async def rollout(self, num_groups: int, group_size: int) -> tuple[list[Group], dict[str, Any]]:
         """``num_groups`` groups of ``group_size`` episodes with advantages, and batch metrics."""
-        self.policy.mark()
-        t0 = time.perf_counter()
-        batch = await self.engine.run([self.prompt] * (num_groups * group_size), group_size)
-        version = self.policy.oldest_version()
-        groups = groups_from_records(
-            batch.records,
-            group_size,
-            pad_id=self.tokenizer.pad_token_id,
-            policy_version=0 if version is None else version,
-            **self.shape,
-        )
-        numeric = {k: v for k, v in batch.metrics.items() if isinstance(v, (int, float))}
-        return groups, {
-            **numeric,
-            "dropped_groups": len(batch.dropped_groups),
-            "rollout_s": time.perf_counter() - t0,
-            "policy_version": version,
-        }
+        return await self.impl.rollout(num_groups, group_size)
 
     @endpoint
     async def close(self) -> None:
-        await self.engine.aclose()
-
-
-def sampling_dict(**kw: Any) -> dict[str, Any]:
-    """Plain-dict ``SamplingSettings`` (what crosses actor boundaries)."""
-    return asdict(SamplingSettings(**kw))
+        await self.impl.close()
