@@ -81,7 +81,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from None
     if args.max_steps is not None:  # TRL recipes: grpo.max_steps; forge-style recipes: steps
-        setattr(*((cfg.grpo, "max_steps") if hasattr(cfg, "grpo") else (cfg, "steps")), args.max_steps)
+        setattr(
+            *((cfg.grpo, "max_steps") if hasattr(cfg, "grpo") else (cfg, "steps")), args.max_steps
+        )
     if args.name is not None:
         cfg.name = args.name
     module.run(cfg)

@@ -12,6 +12,7 @@ import asyncio
 import psutil
 import pytest
 import torch
+from proc_checks import alive
 
 from openenv_train.policy.tiny import load_tiny_model
 from openenv_train.trainers.forge import GeneratorPolicy
@@ -25,17 +26,6 @@ pytestmark = pytest.mark.timeout(240)
 
 def _descendants() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
-def _alive(pids: set[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 def test_forge_loop_on_monarch(servers, model_dir) -> None:
@@ -93,4 +83,4 @@ def test_forge_loop_on_monarch(servers, model_dir) -> None:
     assert stats["evicted_stale"] > 0, stats  # rows older than off_by_n=0 were dropped
     assert stats["max_sampled_age"] == 0
     assert len(spawned) >= 4, "expected one process per actor"
-    assert not _alive(spawned), "actor processes outlived the graph"
+    assert not alive(spawned), "actor processes outlived the graph"

@@ -17,21 +17,11 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from proc_checks import alive
 
 from recipes.forge_grpo_blackjack.config import ConfigError, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _alive(pids: set[int]) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
 
 
 @pytest.mark.timeout(300)
@@ -84,7 +74,7 @@ def test_ctrl_c_stops_every_actor_and_server_quietly(tmp_path) -> None:
     assert "Traceback" not in output and "SIGTERM" not in output, output
     assert "interrupted" in rest
     time.sleep(0.5)
-    assert not _alive(children | {proc.pid}), "processes outlived Ctrl-C"
+    assert not alive(children | {proc.pid}), "processes outlived Ctrl-C"
 
 
 def test_config_errors_name_the_key() -> None:
