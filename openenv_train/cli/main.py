@@ -80,10 +80,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg = config_module.load_config(path)
     except ValueError as err:
         raise CLIError(str(err)) from None
-    if args.max_steps is not None:  # TRL recipes: grpo.max_steps; forge-style recipes: steps
-        setattr(
-            *((cfg.grpo, "max_steps") if hasattr(cfg, "grpo") else (cfg, "steps")), args.max_steps
-        )
+    if args.max_steps is not None:
+        if hasattr(cfg, "grpo"):
+            cfg.grpo.max_steps = args.max_steps
+        else:  # forge-style recipes name it `steps`, as forge's configs do
+            cfg.steps = args.max_steps
     if args.name is not None:
         cfg.name = args.name
     module.run(cfg)
