@@ -121,3 +121,70 @@ async def run_loop(
             t.cancel()
         await asyncio.gather(training, *tasks, return_exceptions=True)
     return state
+
+
+def spawn_monarch(cfg: ForgeRecipeConfig, graph: Any, model_dir: str, urls: list[str]) -> Actors:
+    """Our CPU actor graph: generator, trainer, replay buffer and rollout actor(s), one process each."""
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers.forge.actors import (
+        GeneratorActor,
+        ReplayBufferActor,
+        RolloutActor,
+        TrainerActor,
+    )
+
+    r, t = cfg.rollout, cfg.trainer
+    generator = graph.spawn("generator", GeneratorActor, model_dir, threads=1)
+    trainer = graph.spawn(
+        "trainer",
+        TrainerActor,
+        model_dir,
+        learning_rate=t.learning_rate,
+        lr_schedule=t.lr_schedule,
+        steps=cfg.steps,
+        max_norm=t.max_norm,
+        loss={**t.loss.model_dump(), "temperature": r.temperature},
+        entropy={"target": t.entropy.target, "delta": t.entropy.delta}
+        if t.entropy.enabled
+        else None,
+        threads=t.threads,
+        seed=cfg.seed,
+    )
+    buffer = graph.spawn(
+        "replay_buffer",
+        ReplayBufferActor,
+        cfg.local_batch_size,
+        max_policy_age=cfg.off_by_n,
+        max_buffer_size=cfg.replay_buffer.max_buffer_size,
+        max_resample_count=cfg.replay_buffer.max_resample_count,
+        seed=cfg.seed,
+    )
+    rollout_kw = {
+        "max_turns": r.max_turns,
+        "max_new_tokens": r.max_new_tokens,
+        "max_concurrency": r.max_concurrency,
+        "max_batch_size": r.max_batch_size,
+        "temperature": r.temperature,
+    }
+    rollouts = [
+        graph.spawn(
+            f"rollout{i}",
+            RolloutActor,
+            BlackjackTextSpec(
+                seed=cfg.seed + 7_919 * i,
+                same_deal_per_group=r.same_deal_per_group,
+                invalid_action_reward=r.invalid_action_reward,
+            ),
+            urls,
+            generator,
+            model_dir,
+            rollout=rollout_kw,
+            request_len=cfg.max_req_tokens,
+            response_len=cfg.max_res_tokens,
+        )
+        for i in range(cfg.actors.rollout.num_replicas)
+    ]
+    actors = Actors(generator, trainer, buffer, rollouts, push=lambda v: None)
+    actors.push = lambda v: monarch_push(actors, v)
+    return actors

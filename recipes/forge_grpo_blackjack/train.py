@@ -19,161 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
-from .app import Actors, LoopState, monarch_push, run_loop
+from .app import LoopState, run_loop, spawn_monarch
 from .config import ForgeRecipeConfig, load_config
-
-console = Console()
-
-
-class _Progress:
-    """A rich progress bar over training steps with the latest reward, entropy and eval."""
-
-    def __init__(self, cfg: ForgeRecipeConfig) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
-            console=console,
-        )
-        self.task = self.bar.add_task(f"forge GRPO {cfg.name}", total=cfg.steps, status="")
-        self.status: dict[str, str] = {}
-        self.bar.start()
-
-    def update(self, step: int, **values: float) -> None:
-        self.status.update({k: f"{v:.3f}" for k, v in values.items()})
-        self.bar.update(
-            self.task, completed=step, status=" ".join(f"{k}={v}" for k, v in self.status.items())
-        )
-
-    def stop(self) -> None:
-        self.bar.stop()
-
-
-def _prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
-    """Build (or load) the model, run the format warm-up, save it where every actor loads it."""
-    from blackjack_env.text_spec import random_episode
-
-    from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model, save_tiny_model
-    from openenv_train.trainers.warmup import format_warmup
-
-    m = cfg.model
-    if m.path is None:
-        t = m.tiny
-        model, tokenizer = build_blackjack_model(
-            hidden_size=t.hidden_size,
-            num_layers=t.num_layers,
-            num_heads=t.num_heads,
-            intermediate_size=t.intermediate_size,
-            initializer_range=t.init_std,
-            seed=t.seed,
-        )
-    else:
-        model, tokenizer = load_tiny_model(m.path)
-    if m.warmup_steps:
-        t0 = time.perf_counter()
-        res = format_warmup(
-            model,
-            tokenizer,
-            random_episode,
-            steps=m.warmup_steps,
-            batch_size=m.warmup_batch_size,
-            learning_rate=m.warmup_learning_rate,
-            seed=cfg.seed,
-            loss_on=m.warmup_loss_on,
-        )
-        secs = time.perf_counter() - t0
-        console.print(
-            f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
-        )
-        log(
-            "warmup",
-            0,
-            {
-                "steps": res.steps,
-                "first_loss": res.first_loss,
-                "final_loss": res.final_loss,
-                "seconds": secs,
-            },
-        )
-    return save_tiny_model(model, tokenizer, out / "init_model")
-
-
-def _spawn_monarch(cfg: ForgeRecipeConfig, graph: Any, model_dir: str, urls: list[str]) -> Actors:
-    from blackjack_env.text_spec import BlackjackTextSpec
-
-    from openenv_train.trainers.forge.actors import (
-        GeneratorActor,
-        ReplayBufferActor,
-        RolloutActor,
-        TrainerActor,
-    )
-
-    r, t = cfg.rollout, cfg.trainer
-    generator = graph.spawn("generator", GeneratorActor, model_dir, threads=1)
-    trainer = graph.spawn(
-        "trainer",
-        TrainerActor,
-        model_dir,
-        learning_rate=t.learning_rate,
-        lr_schedule=t.lr_schedule,
-        steps=cfg.steps,
-        max_norm=t.max_norm,
-        loss={**t.loss.model_dump(), "temperature": r.temperature},
-        entropy={"target": t.entropy.target, "delta": t.entropy.delta}
-        if t.entropy.enabled
-        else None,
-        threads=t.threads,
-        seed=cfg.seed,
-    )
-    buffer = graph.spawn(
-        "replay_buffer",
-        ReplayBufferActor,
-        cfg.local_batch_size,
-        max_policy_age=cfg.off_by_n,
-        max_buffer_size=cfg.replay_buffer.max_buffer_size,
-        max_resample_count=cfg.replay_buffer.max_resample_count,
-        seed=cfg.seed,
-    )
-    rollout_kw = {
-        "max_turns": r.max_turns,
-        "max_new_tokens": r.max_new_tokens,
-        "max_concurrency": r.max_concurrency,
-        "max_batch_size": r.max_batch_size,
-        "temperature": r.temperature,
-    }
-    rollouts = [
-        graph.spawn(
-            f"rollout{i}",
-            RolloutActor,
-            BlackjackTextSpec(
-                seed=cfg.seed + 7_919 * i,
-                same_deal_per_group=r.same_deal_per_group,
-                invalid_action_reward=r.invalid_action_reward,
-            ),
-            urls,
-            generator,
-            model_dir,
-            rollout=rollout_kw,
-            request_len=cfg.max_req_tokens,
-            response_len=cfg.max_res_tokens,
-        )
-        for i in range(cfg.actors.rollout.num_replicas)
-    ]
-    actors = Actors(generator, trainer, buffer, rollouts, push=lambda v: None)
-    actors.push = lambda v: monarch_push(actors, v)
-    return actors
+from .prep import Progress, console, prepare_model
 
 
 async def _train(
@@ -187,7 +35,7 @@ async def _train(
 
             actors = await spawn_forge(cfg, graph, str(model_dir), urls)
         else:
-            actors = _spawn_monarch(cfg, graph, str(model_dir), urls)
+            actors = spawn_monarch(cfg, graph, str(model_dir), urls)
         t0 = time.perf_counter()
         await actors.replay_buffer.stats.call_one()  # every actor is up once these answer
         await actors.generator.get_version.call_one()
@@ -238,7 +86,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     (out / "config.json").write_text(cfg.model_dump_json(indent=2))
     metrics = JsonlMetricsCallback(out / "metrics.jsonl")
     t_start = time.perf_counter()
-    model_dir = _prepare_model(cfg, out, metrics.write)
+    model_dir = prepare_model(cfg, out, metrics.write)
     model, tokenizer = load_tiny_model(model_dir)
     policy = TransformersPolicy(model, tokenizer, num_threads=cfg.trainer.threads)
     ev, r = cfg.eval, cfg.rollout
@@ -258,7 +106,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     )
     curve: list[tuple[int, dict[str, float]]] = [(0, greedy(ev.periodic_hands, val_seed))]
     best: dict[str, Any] = {}
-    progress = _Progress(cfg) if cfg.progress else None
+    progress = Progress(cfg) if cfg.progress else None
 
     async def on_step(step: int, m: dict[str, Any], state: LoopState) -> None:
         if step % 10 == 0 or step == cfg.steps:
@@ -315,6 +163,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     metrics.write("eval_after", state.step, {**last, "which": "last"})
     if after is not last:
         metrics.write("eval_after", best["step"], {**after, "which": "best"})
+    asyncio.run(policy.aclose())  # the eval policy's worker thread
     console.print(
         _table(f"after {state.step} steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
     )

@@ -17,9 +17,8 @@ from proc_checks import alive
 from openenv_train.policy.tiny import load_tiny_model
 from openenv_train.trainers.forge import GeneratorPolicy
 from openenv_train.trainers.forge.mesh import ActorGraph
-from recipes.forge_grpo_blackjack.app import run_loop
+from recipes.forge_grpo_blackjack.app import run_loop, spawn_monarch
 from recipes.forge_grpo_blackjack.config import parse_config
-from recipes.forge_grpo_blackjack.train import _spawn_monarch
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -49,7 +48,7 @@ def test_forge_loop_on_monarch(servers, model_dir) -> None:
 
     async def main():
         async with ActorGraph() as graph:
-            actors = _spawn_monarch(cfg, graph, model_dir, servers.base_urls)
+            actors = spawn_monarch(cfg, graph, model_dir, servers.base_urls)
 
             async def on_step(step, metrics, state):
                 seen.append((step, metrics["loss"]))
