@@ -91,3 +91,15 @@ def test_shipped_configs_load() -> None:
     assert cpu.backend == "monarch" and cpu.off_by_n == 1
     gpu = parse_config(yaml.safe_load((ROOT / "configs/forge_grpo_blackjack_gpu.yaml").read_text()))
     assert gpu.backend == "forge" and gpu.services.generator.with_gpus
+
+
+def test_cli_train_selects_the_forge_recipe_and_max_steps(monkeypatch, tmp_path) -> None:
+    import recipes.forge_grpo_blackjack.train as train
+    from openenv_train.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(train, "run", seen.append)
+    config = tmp_path / "c.yaml"
+    config.write_text("recipe: forge_grpo_blackjack\nsteps: 100\n")
+    assert main(["train", str(config), "--max-steps", "7", "--name", "x"]) == 0
+    assert seen[0].steps == 7 and seen[0].name == "x" and seen[0].backend == "monarch"
