@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from .recipes import RecipeError, get_recipe
 from .envs_cmd import register as register_envs
+from .recipes import RecipeError, get_recipe
 
 
 class CLIError(Exception):
@@ -50,9 +50,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from None
     if args.max_steps is not None:
-        if not hasattr(getattr(cfg, "grpo", None), "max_steps"):
-            raise CLIError(f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps setting")
-        cfg.grpo.max_steps = args.max_steps
+        if hasattr(getattr(cfg, "grpo", None), "max_steps"):
+            cfg.grpo.max_steps = args.max_steps
+        elif hasattr(cfg, "steps"):  # forge-style recipes name it `steps`, as forge's configs do
+            cfg.steps = args.max_steps
+        else:
+            raise CLIError(f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps or steps setting")
     if args.name is not None:
         cfg.name = args.name
     recipe.run(cfg)

@@ -1,0 +1,1 @@
+"""GRPO BlackJack as a torchforge app on Monarch actors: ``openenv-train train configs/forge_grpo_blackjack_cpu.yaml``."""

@@ -1,0 +1,96 @@
+"""The recipe's setup pieces: the tiny model after its format warm-up, and the progress bar."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from .config import ForgeRecipeConfig
+
+console = Console()
+
+
+class Progress:
+    """A rich progress bar over training steps with the latest reward, entropy and eval."""
+
+    def __init__(self, cfg: ForgeRecipeConfig) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=console,
+        )
+        self.task = self.bar.add_task(f"forge GRPO {cfg.name}", total=cfg.steps, status="")
+        self.status: dict[str, str] = {}
+        self.bar.start()
+
+    def update(self, step: int, **values: float) -> None:
+        self.status.update({k: f"{v:.3f}" for k, v in values.items()})
+        self.bar.update(
+            self.task, completed=step, status=" ".join(f"{k}={v}" for k, v in self.status.items())
+        )
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
+    """Build (or load) the model, run the format warm-up, save it where every actor loads it."""
+    from blackjack_env.text_spec import random_episode
+
+    from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model, save_tiny_model
+    from openenv_train.trainers.warmup import format_warmup
+
+    m = cfg.model
+    if m.path is None:
+        t = m.tiny
+        model, tokenizer = build_blackjack_model(
+            hidden_size=t.hidden_size,
+            num_layers=t.num_layers,
+            num_heads=t.num_heads,
+            intermediate_size=t.intermediate_size,
+            initializer_range=t.init_std,
+            seed=t.seed,
+        )
+    else:
+        model, tokenizer = load_tiny_model(m.path)
+    if m.warmup_steps:
+        t0 = time.perf_counter()
+        res = format_warmup(
+            model,
+            tokenizer,
+            random_episode,
+            steps=m.warmup_steps,
+            batch_size=m.warmup_batch_size,
+            learning_rate=m.warmup_learning_rate,
+            seed=cfg.seed,
+            loss_on=m.warmup_loss_on,
+        )
+        secs = time.perf_counter() - t0
+        console.print(
+            f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
+        )
+        log(
+            "warmup",
+            0,
+            {
+                "steps": res.steps,
+                "first_loss": res.first_loss,
+                "final_loss": res.final_loss,
+                "seconds": secs,
+            },
+        )
+    return save_tiny_model(model, tokenizer, out / "init_model")

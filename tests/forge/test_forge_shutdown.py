@@ -1,0 +1,105 @@
+"""Ctrl-C on ``openenv-train train`` of the forge recipe: quiet, prompt, and no process left.
+
+Monarch's shutdown has printed SIGTERM backtraces for forge users; ours must not. The signal goes
+to the whole process group, as a terminal's Ctrl-C does (Monarch's processes and the env servers
+get it too).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+from proc_checks import alive
+
+from recipes.forge_grpo_blackjack.config import ConfigError, parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_stops_every_actor_and_server_quietly(tmp_path) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "recipe": "forge_grpo_blackjack",
+                "name": "ctrl_c",
+                "output_dir": str(tmp_path / "runs"),
+                "steps": 10_000,  # far more than the test waits for
+                "group_size": 4,
+                "local_batch_size": 16,
+                "progress": False,
+                "model": {"warmup_steps": 5},
+                "env": {"num_servers": 1},
+                "rollout": {"groups_per_rollout": 4},
+                "eval": {"hands": 100, "every": 1000, "periodic_hands": 100},
+            }
+        )
+    )
+    cli = Path(sys.executable).parent / "openenv-train"
+    proc = subprocess.Popen(
+        [str(cli), "train", str(config)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, like a terminal's foreground job
+    )
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if "actor graph up" in line:
+            break
+    else:
+        pytest.fail("the app never came up:\n" + "".join(lines))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "runs" / "ctrl_c").exists():
+        time.sleep(0.2)
+    time.sleep(2)  # training steps are running now
+    children = {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
+    assert len(children) >= 5, "expected 4 actor processes and an env server"
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    output = "".join(lines) + rest
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output and "SIGTERM" not in output, output
+    assert "interrupted" in rest
+    time.sleep(0.5)
+    assert not alive(children | {proc.pid}), "processes outlived Ctrl-C"
+
+
+def test_config_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError, match="local_batch_size=30 is not a multiple of group_size=16"):
+        parse_config({"local_batch_size": 30})
+    with pytest.raises(ConfigError, match="services.generator"):
+        parse_config({"services": {"generator": {"num_replicas": 2}}})
+    with pytest.raises(ConfigError, match="off_by_m: unknown key"):
+        parse_config({"off_by_m": 1})
+
+
+def test_shipped_configs_load() -> None:
+    cpu = parse_config(yaml.safe_load((ROOT / "configs/forge_grpo_blackjack_cpu.yaml").read_text()))
+    assert cpu.backend == "monarch" and cpu.off_by_n == 1
+    gpu = parse_config(yaml.safe_load((ROOT / "configs/forge_grpo_blackjack_gpu.yaml").read_text()))
+    assert gpu.backend == "forge" and gpu.services.generator.with_gpus
+
+
+def test_cli_train_selects_the_forge_recipe_and_max_steps(monkeypatch, tmp_path) -> None:
+    import recipes.forge_grpo_blackjack.train as train
+    from openenv_train.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(train, "run", seen.append)
+    config = tmp_path / "c.yaml"
+    config.write_text("recipe: forge_grpo_blackjack\nsteps: 100\n")
+    assert main(["train", str(config), "--max-steps", "7", "--name", "x"]) == 0
+    assert seen[0].steps == 7 and seen[0].name == "x" and seen[0].backend == "monarch"
