@@ -25,6 +25,7 @@ from ..core.wire import parse_action
 from .calls import build_env, calls_for
 from .encoding import JSONDecodeError, errors_list, loads, observation_json, state_json
 from .jsonrpc import McpHandler, rpc_error
+from .mcp_streamable import StreamableMcp
 from .sessions import FactoryError, SessionManager, factory_name
 from .ws import WebSocketEndpoint
 
@@ -159,6 +160,7 @@ def create_app(
         await manager.shutdown()
 
     name = factory_name(env_factory)
+    streamable = StreamableMcp(manager, mcp, name)
     app = EnvApp(
         title=f"{name} (openenv-train env server)",
         description=f"OpenEnv 0.10 compatible env server, mode={resolved_mode}.",
@@ -213,8 +215,10 @@ def create_app(
             if isinstance(req, list):
                 reply = rpc_error(JsonRpcCode.INVALID_REQUEST, "Batch requests are not supported")
             else:
-                reply = await mcp.handle(req)
+                return await streamable.post(request, req)
         return JSONResponse(reply)
+
+    streamable.add_routes(app)
 
     if resolved_mode == "simulation":
         _add_simulation_routes(app, env_factory, action_cls, state_cls)
