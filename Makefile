@@ -10,11 +10,11 @@ PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-main test-vllm lint bench clean
 
-$(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml
+$(STAMP): pyproject.toml constraints.txt envs/echo_env/pyproject.toml envs/blackjack_env/pyproject.toml envs/notes_env/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env -e envs/notes_env
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -10,15 +10,12 @@ the caller's event loop (the policy and batcher live there), bound to loopback.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -26,6 +23,7 @@ from ..policy.base import Policy, SamplingSettings
 from ..rollout.batcher import GenerationBatcher
 from ..rollout.tokens import TokenCodec
 from .capture import CaptureTrace
+from .loop_server import LoopServer
 from .openai_format import (
     ChatRequest,
     CompletionRequest,
@@ -52,12 +50,6 @@ class ProxyEpisode:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prev_keys: list[tuple[Any, ...]] | None = None  # chat: the history the next call must extend
     prev_text: str | None = None  # completions: the text the next prompt must extend
-
-
-class _QuietServer(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:  # the host program owns its signals
-        yield
 
 
 class CaptureProxy:
@@ -89,41 +81,24 @@ class CaptureProxy:
         self.max_prompt_tokens = max_prompt_tokens
         self.max_episodes = max_episodes
         self.temperature = temperature
-        self.host, self.port = host, port
         self.url: str | None = None
         self.episodes: dict[str, ProxyEpisode] = {}
         self.app = self._build_app()
-        self._server: uvicorn.Server | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._server = LoopServer(self.app, host=host, port=port)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> str:
         """Start serving; returns the proxy's base URL."""
-        if self._task is not None:
-            return str(self.url)
-        config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", lifespan="off"
-        )
-        self._server = _QuietServer(config)
-        self._task = asyncio.get_running_loop().create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError("the capture proxy did not start")
-            await asyncio.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://{self.host}:{port}"
+        self.url = await self._server.start()
         return self.url
 
     async def stop(self) -> None:
         """Stop serving, close every open episode, stop the batcher; idempotent."""
         for eid in list(self.episodes):
             self.close_episode(eid)
-        if self._server is not None and self._task is not None:
-            self._server.should_exit = True
-            await self._task
-        self._server = self._task = None
+        await self._server.stop()
+        self.url = None
         await self.batcher.aclose()
 
     async def __aenter__(self) -> CaptureProxy:

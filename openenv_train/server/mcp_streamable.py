@@ -85,7 +85,7 @@ class StreamableMcp:
         if method in ("tools/list", "tools/call") and isinstance(req.get("params", {}), dict):
             params = {**(req.get("params") or {}), "session_id": sid}
             reply = await self.handler.handle({**req, "params": params})
-            return JSONResponse(_tool_error_as_result(reply) if method == "tools/call" else reply)
+            return JSONResponse(tool_error_as_result(reply) if method == "tools/call" else reply)
         if method in ("openenv/session/create", "openenv/session/close"):
             err = rpc_error(
                 JsonRpcCode.INVALID_REQUEST,
@@ -125,8 +125,6 @@ class StreamableMcp:
                 req_id,
             )
             return JSONResponse(err)
-        asked = params["protocolVersion"]
-        version = asked if asked in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         try:
             session = await self.manager.create(SESSION_KIND)
         except CapacityError as exc:
@@ -135,13 +133,23 @@ class StreamableMcp:
         except FactoryError as exc:
             data = {"factory_name": exc.factory_name}
             return JSONResponse(rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data))
-        result = {
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": self.server_name, "version": "0.1.0"},
-            "instructions": "Each MCP session has its own env instance; DELETE /mcp ends it.",
-        }
+        result = initialize_result(
+            params["protocolVersion"],
+            self.server_name,
+            "Each MCP session has its own env instance; DELETE /mcp ends it.",
+        )
         return JSONResponse(rpc_result(result, req_id), headers={SESSION_HEADER: session.id})
+
+
+def initialize_result(asked: str, server_name: str, instructions: str) -> dict[str, Any]:
+    """The ``initialize`` result: the client's protocol version if we speak it, else our latest."""
+    version = asked if asked in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+    return {
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": {"name": server_name, "version": "0.1.0"},
+        "instructions": instructions,
+    }
 
 
 def _req_id(req: Any) -> Any:
@@ -159,7 +167,7 @@ def _not_found(req: Any, sid: str) -> Response:
     return JSONResponse(err, status_code=404)
 
 
-def _tool_error_as_result(reply: dict[str, Any]) -> dict[str, Any]:
+def tool_error_as_result(reply: dict[str, Any]) -> dict[str, Any]:
     """A tool that raised or got bad arguments -> a ``CallToolResult`` with ``isError``.
 
     MCP clients show such results to the model so it can correct itself; an unknown tool stays
