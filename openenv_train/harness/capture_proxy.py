@@ -231,17 +231,8 @@ class CaptureProxy:
         finish = (
             "tool_calls" if has_calls else ("length" if gen.finish_reason == "length" else "stop")
         )
-        ep.trace.record_call(
-            endpoint="chat.completions",
-            prompt_ids=prompt_ids,
-            completion_ids=gen.token_ids,
-            logprobs=gen.logprobs,
-            finish_reason=finish,
-            text=gen.text,
-            env_ids=env_ids,
-            request={"messages": len(req.messages), "tools": len(req.tools or [])},
-            response=message,
-        )
+        request = {"messages": len(req.messages), "tools": len(req.tools or [])}
+        _record(ep, "chat.completions", prompt_ids, gen, finish, env_ids, request, message)
         ep.prev_keys = [*keys, message_key(message)]
         response = chat_response(
             req,
@@ -269,17 +260,8 @@ class CaptureProxy:
             prompt_ids = self.codec.encode_text(prompt)
         gen = await self._generate(prompt_ids, self._sampling(req, req.max_tokens))
         finish = "length" if gen.finish_reason == "length" else "stop"
-        ep.trace.record_call(
-            endpoint="completions",
-            prompt_ids=prompt_ids,
-            completion_ids=gen.token_ids,
-            logprobs=gen.logprobs,
-            finish_reason=finish,
-            text=gen.text,
-            env_ids=env_ids,
-            request={"prompt_chars": len(prompt)},
-            response={"text": gen.text},
-        )
+        request = {"prompt_chars": len(prompt)}
+        _record(ep, "completions", prompt_ids, gen, finish, env_ids, request, {"text": gen.text})
         ep.prev_text = prompt + gen.text
         response = completion_response(
             req,
@@ -291,3 +273,26 @@ class CaptureProxy:
             self.policy.tokenizer,
         )
         return response, req.stream, bool((req.stream_options or {}).get("include_usage"))
+
+
+def _record(
+    ep: ProxyEpisode,
+    endpoint: str,
+    prompt_ids: list[int],
+    gen: Any,
+    finish: str,
+    env_ids: list[int] | None,
+    request: dict[str, Any],
+    response: dict[str, Any],
+) -> None:
+    ep.trace.record_call(
+        endpoint=endpoint,
+        prompt_ids=prompt_ids,
+        completion_ids=gen.token_ids,
+        logprobs=gen.logprobs,
+        finish_reason=finish,
+        text=gen.text,
+        env_ids=env_ids,
+        request=request,
+        response=response,
+    )

@@ -54,7 +54,10 @@ def react_adapter() -> ProcessHarnessAdapter:
     config = HarnessConfig(
         name="react",
         command=python_command("openenv_train.harness.react_agent"),
-        env_vars={"REACT_MAX_STEPS": os.environ.get("NOTES_MAX_STEPS", "6")},
+        env_vars={
+            "REACT_MAX_STEPS": os.environ.get("NOTES_MAX_STEPS", "6"),
+            "REACT_MAX_TOKENS": os.environ.get("NOTES_MAX_TOKENS", "128"),
+        },
         startup_timeout_s=float(os.environ.get("NOTES_STARTUP_TIMEOUT_S", "60")),
         turn_timeout_s=float(os.environ.get("NOTES_TURN_TIMEOUT_S", "120")),
     )
@@ -62,20 +65,26 @@ def react_adapter() -> ProcessHarnessAdapter:
 
 
 class NotesEnv(HarnessEnvironment):
-    """Read notes, multiply, submit. Reward 1.0 for the right total on the turn it is submitted."""
+    """Read notes, multiply, submit. The verifier credits each step of the solution (0.25 each:
+    the order note read, the item's price note read, the right product computed, the right
+    answer submitted), so 1.0 means solved and partial work is told apart from none."""
 
     def __init__(self) -> None:
         super().__init__(react_adapter())
         self.task = notes_task(0)
         self.submitted: float | None = None
+        self.milestones: set[str] = set()
 
     def on_reset(self, seed: int | None, **kwargs: object) -> str:
         self.task = notes_task(seed)
         self.submitted = None
+        self.milestones = set()
         return self.task.question
 
     async def score_turn(self, action: HarnessAction, response: HarnessResponse) -> float:
-        return 1.0 if self.submitted == self.task.answer else 0.0
+        if self.submitted == self.task.answer:
+            self.milestones.add("submitted")
+        return 0.25 * len(self.milestones)
 
     @tool
     def read_note(self, title: str) -> str:
@@ -86,6 +95,8 @@ class NotesEnv(HarnessEnvironment):
         """
         if title not in self.task.notes:
             raise KeyError(f"no note {title!r}; notes: {sorted(self.task.notes)}")
+        if title in ("order", self.task.item):
+            self.milestones.add(f"read:{title}")
         return self.task.notes[title]
 
     @tool
@@ -96,6 +107,8 @@ class NotesEnv(HarnessEnvironment):
             a: first factor
             b: second factor
         """
+        if {a, b} == {self.task.price, self.task.quantity}:
+            self.milestones.add("multiplied")
         return a * b
 
     @tool
