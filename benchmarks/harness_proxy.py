@@ -4,9 +4,9 @@ Each episode is the notes task played by the reference ReAct agent (a real Pytho
 the openai and MCP SDK clients) inside a notes env server, its model calls going to the capture
 proxy. The policy is the scripted solver with a fixed ``--model-latency`` per batched generate
 call (standing in for one forward pass of a real model; the proxy and the agents are what is
-measured). Phases: ``start`` (reset: agent processes start) and ``turn`` (the agents work: model
-calls, tool calls); policy calls/s is over the turn phase. Interleaved repeats, medians; never
-asserts. Target: concurrent >= 8x sequential in policy calls/s.
+measured). Phases: ``start`` (reset: agent processes start; all of them before any turn when
+concurrent) and ``turn`` (the agents work: model calls, tool calls); policy calls/s is over the
+turn phase. Interleaved repeats, medians; never asserts. Target: concurrent >= 8x sequential in policy calls/s.
 Usage: python benchmarks/harness_proxy.py [--agents 64] [--servers 4] [--model-latency 0.05]
        [--repeats 2] [--json out.json]
 """
@@ -31,12 +31,29 @@ from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import start_local_servers
 
 
-async def play(proxy: CaptureProxy, url: str, seed: int, marks: dict[str, float]) -> int:
+class Gate:
+    """All agents start (reset) before any turn begins, so the turn phase measures turns only."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.event = n, asyncio.Event()
+
+    async def wait(self) -> None:
+        self.n -= 1
+        if self.n <= 0:
+            self.event.set()
+        await self.event.wait()
+
+
+async def play(
+    proxy: CaptureProxy, url: str, seed: int, marks: dict[str, float], gate: Gate | None
+) -> int:
     """One episode; returns its model calls. ``marks`` gets the turn phase's start/end times."""
     ep = proxy.open_episode()
     try:
         async with GenericEnvClient(url, timeout=600) as env:
             first = await env.reset(seed=seed, llm_base_url=ep.base_url)
+            if gate is not None:
+                await gate.wait()
             start = time.perf_counter()
             marks["turn_start"] = min(marks.get("turn_start", start), start)
             result = await env.step({"message": first.observation["response"]})
@@ -54,12 +71,13 @@ async def measure(urls: list[str], agents: int, latency: float, concurrent: bool
         marks: dict[str, float] = {}
         t0 = time.perf_counter()
         if concurrent:
+            gate = Gate(agents)
             calls = await asyncio.gather(
-                *(play(proxy, urls[i % len(urls)], i, marks) for i in range(agents))
+                *(play(proxy, urls[i % len(urls)], i, marks, gate) for i in range(agents))
             )
             turn_wall = marks["turn_end"] - marks["turn_start"]
         else:
-            calls = [await play(proxy, urls[i % len(urls)], i, marks) for i in range(agents)]
+            calls = [await play(proxy, urls[i % len(urls)], i, marks, None) for i in range(agents)]
             turn_wall = marks["turn_s"]  # the turn phases only, summed
         wall = time.perf_counter() - t0
         stats = proxy.batcher.stats
