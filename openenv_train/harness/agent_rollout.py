@@ -13,6 +13,7 @@ infrastructure error: retried once, then the run fails with counts, never scored
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -23,7 +24,6 @@ from ..client.generic import GenericEnvClient
 from ..core.errors import EnvServerError, InfrastructureError
 from ..policy.base import Policy
 from ..rollout.records import EpisodeRecord, GroupsDroppedError, validate_rollout_output
-from ..rollout.sync import LoopThread
 from .capture import CaptureTrace
 from .capture_proxy import CaptureProxy
 
@@ -166,30 +166,30 @@ def make_agent_rollout_func(
 ) -> Callable[..., dict[str, Any]]:
     """TRL ``rollout_func(prompts, trainer)``: one agent episode per prompt (prompts are seeds).
 
-    ``policy_factory(trainer)`` builds the policy (e.g. ``trainers.policy_for_trainer``). The proxy
-    and the runner live on a background loop; ``rollout_func.close()`` stops them.
+    ``policy_factory(trainer)`` builds the policy once (e.g. ``trainers.policy_for_trainer``);
+    each call runs a fresh proxy on its own event loop in a worker thread (so it also works where
+    a loop is already running, e.g. a notebook). ``rollout_func.close()`` releases the policy.
     """
-    loop = LoopThread(name="openenv-train-agent-rollout")
     state: dict[str, Any] = {}
 
-    async def _run(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        if "proxy" not in state:
-            proxy = CaptureProxy(policy_factory(trainer), **(proxy_options or {}))
-            await proxy.start()
-            state["proxy"] = proxy
-            state["runner"] = AgentRunner(proxy, base_urls, **(runner_options or {}))
-        report = await state["runner"].run([seed_of(p) for p in prompts])
+    async def _run(prompts: list[Any], policy: Policy) -> dict[str, Any]:
+        async with CaptureProxy(policy, **(proxy_options or {})) as proxy:
+            runner = AgentRunner(proxy, base_urls, **(runner_options or {}))
+            report = await runner.run([seed_of(p) for p in prompts])
         state["last_report"] = report
         return to_trl(records_of(report), reward_key)
 
     def rollout_func(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
-        return loop.run(_run(list(prompts), trainer))
+        if "policy" not in state:
+            state["policy"] = policy_factory(trainer)
+        with concurrent.futures.ThreadPoolExecutor(1, "agent-rollout") as pool:
+            return pool.submit(asyncio.run, _run(list(prompts), state["policy"])).result()
 
     def close() -> None:
-        proxy = state.pop("proxy", None)
-        if proxy is not None:
-            loop.run(proxy.stop())
-        loop.close()
+        policy = state.pop("policy", None)
+        if policy is not None:
+            with concurrent.futures.ThreadPoolExecutor(1, "agent-rollout") as pool:
+                pool.submit(asyncio.run, policy.aclose()).result()
 
     rollout_func.close = close  # type: ignore[attr-defined]
     rollout_func.state = state  # type: ignore[attr-defined]

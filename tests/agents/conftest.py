@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -9,9 +10,24 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent.parent / "server"))
-sys.path.insert(0, str(Path(__file__).parent.parent / "rollout"))
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+
+def _share(name: str, path: Path) -> None:
+    """Import another test folder's uniquely named helper module without putting that folder on
+    sys.path (its ``conftest`` would shadow the one other tests import by name)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+_share("server_helpers", HERE.parent / "server" / "server_helpers.py")
+_CHATML = [HERE.parent / d / "chatml.py" for d in ("support", "rollout")]
+_share("chatml", next(p for p in _CHATML if p.exists()))
 
 from server_helpers import ServerThread  # noqa: E402
 

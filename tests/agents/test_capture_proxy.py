@@ -11,7 +11,8 @@ from chatml import chatml_tokenizer
 
 from openenv_train.harness.capture import TraceError
 from openenv_train.harness.capture_proxy import CaptureProxy
-from openenv_train.rollout import ScriptedPolicy, validate_rollout_output
+from openenv_train.rollout import ScriptedPolicy
+from openenv_train.rollout.records import validate_rollout_output
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -31,8 +31,7 @@ def _corpus() -> list[str]:
                 "parameters": t.input_schema,
             },
         }
-        for t in NotesEnv.tool_specs().values()
-        for t in [t.tool]
+        for t in (spec.tool for spec in NotesEnv.tool_specs().values())
     ]
     texts = [SYSTEM, json.dumps(tools)]
     for seed in range(64):
