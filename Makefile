@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env \
-		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env
+		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env -e envs/notes_env
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -55,7 +55,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         elif hasattr(cfg, "steps"):  # forge-style recipes name it `steps`, as forge's configs do
             cfg.steps = args.max_steps
         else:
-            raise CLIError(f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps or steps setting")
+            raise CLIError(
+                f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps or steps setting"
+            )
     if args.name is not None:
         cfg.name = args.name
     recipe.run(cfg)

@@ -1,4 +1,4 @@
-"""``MCPToolClient``: list and call an env's MCP tools as ``/ws`` step actions (simulation mode)."""
+"""``MCPToolClient``: list and call an env's MCP tools over ``/ws`` (simulation) or ``/mcp`` (production)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from ..core.mcp import (
 from ..core.models import Action, Observation, StepResult
 from .base import EnvClient
 from .generic import GenericObservation
+from .mcp_http import JsonRpcError, McpHttpSession
+
+MCP_MODES = ("simulation", "production")
 
 
 class ToolCallError(OpenEnvTrainError):
@@ -61,12 +64,35 @@ def unwrap_tool_result(result: Any) -> Any:
 class MCPToolClient(EnvClient[Action, Observation, Any]):
     """``await env.list_tools()``, ``await env.call_tool("echo_message", message="hi")``.
 
-    Calls travel as ``step`` actions ``{"type": "list_tools"}`` / ``{"type": "call_tool", ...}``
-    on the session's WebSocket, so they run against this session's env instance.
+    ``mode="simulation"`` (default): calls travel as ``step`` actions ``{"type": "list_tools"}`` /
+    ``{"type": "call_tool", ...}`` on the session's WebSocket. ``mode="production"``: they are
+    JSON-RPC ``tools/list`` / ``tools/call`` on HTTP ``POST /mcp`` in a session made with
+    ``openenv/session/create``; ``reset``/``step`` then attach the WebSocket to that same session
+    (``/ws?session_id=...``), so both transports reach one env instance, as OpenEnv 0.10 does.
     Non-tool observations (e.g. from ``reset``) parse with ``observation_cls``.
     """
 
     observation_cls = GenericObservation
+
+    def __init__(self, base_url: str, *, mode: str = "simulation", **kwargs: Any) -> None:
+        if mode not in MCP_MODES:
+            raise ValueError(f"mode must be one of {list(MCP_MODES)}, got {mode!r}")
+        super().__init__(base_url, **kwargs)
+        self.mode = mode
+        self._http_mcp = McpHttpSession(self.base_url, timeout=self.timeout)
+        self._plain_ws_url = self.ws_url
+
+    async def _open(self) -> None:
+        if self.mode == "production":  # share the HTTP session's env with reset/step
+            sid = await self._http_mcp.ensure()
+            self.ws_url = f"{self._plain_ws_url}?session_id={sid}"
+        await super()._open()
+
+    async def close(self) -> None:
+        try:
+            await super().close()
+        finally:
+            await self._http_mcp.close()
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[Observation]:
         data = payload.get("observation") or {}
@@ -97,6 +123,11 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
 
     async def list_tools(self) -> list[Tool]:
         """The tools this session's env exposes."""
+        if self.mode == "production":
+            try:
+                return [_tool(t) for t in await self._http_mcp.list_tools()]
+            except JsonRpcError as exc:
+                raise ToolCallError("list_tools", "jsonrpc_error", exc.message) from exc
         obs = (await self.step(ListToolsAction())).observation
         if not isinstance(obs, ListToolsObservation):
             raise ToolCallError("list_tools", "unexpected_observation", f"got {type(obs).__name__}")
@@ -112,6 +143,14 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
         """Call tool ``name``; returns its result or raises ``ToolCallError``."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"call_tool(name=...) must be a non-empty tool name, got {name!r}")
+        if self.mode == "production":
+            try:
+                return _unwrap(await self._http_mcp.call_tool(name, arguments))
+            except JsonRpcError as exc:
+                data = exc.data if isinstance(exc.data, dict) else {}
+                raise ToolCallError(
+                    name, data.get("error_type", "jsonrpc_error"), exc.message
+                ) from exc
         obs = (await self.step(CallToolAction(tool_name=name, arguments=arguments))).observation
         if not isinstance(obs, CallToolObservation):
             raise ToolCallError(name, "unexpected_observation", f"got {type(obs).__name__}")

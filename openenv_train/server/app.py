@@ -31,6 +31,7 @@ from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, 
 from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
+from .mcp_streamable import StreamableMcp
 from .sessions import FactoryError, SessionManager, factory_name
 from .ws import WebSocketEndpoint
 
@@ -191,6 +192,7 @@ def create_app(
         await manager.shutdown()
 
     name = factory_name(env_factory)
+    streamable = StreamableMcp(manager, mcp, name)
     app = EnvApp(
         title=f"{name} (openenv-train env server)",
         description=f"OpenEnv 0.10 compatible env server, mode={resolved_mode}.",
@@ -248,9 +250,10 @@ def create_app(
             if isinstance(req, list):
                 reply = rpc_error(JsonRpcCode.INVALID_REQUEST, "Batch requests are not supported")
             else:
-                client = request.client.host if request.client else None
-                reply = await mcp.handle(req, client=client)
+                return await streamable.post(request, req)
         return JSONResponse(reply)
+
+    streamable.add_routes(app)
 
     if resolved_mode == "simulation":
         _add_simulation_routes(app, env_factory, action_cls, state_cls)

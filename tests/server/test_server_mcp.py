@@ -238,7 +238,7 @@ def test_jsonrpc_error_codes(server):
     )
     r = post(server, "tools/list", bogus=1)
     assert r["error"]["code"] == -32600 and "bogus" in r["error"]["message"]
-    assert post(server, "initialize")["error"]["code"] == -32601
+    assert post(server, "resources/list")["error"]["code"] == -32601
     assert post(server, "tools/list", params=[1])["error"]["code"] == -32602
     assert post(server, "tools/call", {"arguments": {}})["error"]["code"] == -32602
     r = post(server, "tools/call", {"name": "nope"})

@@ -1,0 +1,13 @@
+"""``NotesClient``: a typed client for a notes env server (one session = one agent process)."""
+
+from __future__ import annotations
+
+from openenv_train.client import EnvClient
+from openenv_train.core.models import State
+from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
+
+
+class NotesClient(EnvClient[HarnessAction, HarnessObservation, State]):
+    action_cls = HarnessAction
+    observation_cls = HarnessObservation
+    state_cls = State

@@ -1,0 +1,22 @@
+"""ASGI app: ``uvicorn notes_env.server.app:app --host 127.0.0.1 --port 8000``.
+
+Each session's env runs its own agent process; ``max_sessions`` bounds them (``NOTES_MAX_SESSIONS``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from openenv_train.core.models import State
+from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
+from openenv_train.server import create_app
+
+from .environment import NotesEnv
+
+app = create_app(
+    NotesEnv,
+    HarnessAction,
+    HarnessObservation,
+    State,
+    max_sessions=int(os.environ.get("NOTES_MAX_SESSIONS", "256")),
+)

@@ -1,0 +1,100 @@
+"""ProcessHarnessAdapter's lifecycle and typed errors, with real child processes."""
+
+from __future__ import annotations
+
+import sys
+
+import psutil
+import pytest
+
+from openenv_train.core.errors import InfrastructureError
+from openenv_train.harness.agentic import (
+    HarnessConfig,
+    HarnessCrashedError,
+    HarnessEventType,
+    HarnessNotRunningError,
+    HarnessStartupError,
+    HarnessTurnTimeoutError,
+    ProcessHarnessAdapter,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+ECHO = r"""
+import json, sys
+print(json.dumps({"type": "ready"}), flush=True)
+for line in sys.stdin:
+    msg = json.loads(line)["content"]
+    if msg == "die":
+        sys.exit(7)
+    if msg == "hang":
+        import time; time.sleep(60)
+    if msg == "junk":
+        print("not json", flush=True)
+        continue
+    print(json.dumps({"type": "text_output", "data": {"text": msg}}), flush=True)
+    print(json.dumps({"type": "turn_complete", "data": {"response": msg.upper(), "done": msg == "bye"}}), flush=True)
+"""
+
+
+def adapter(script: str, **cfg) -> ProcessHarnessAdapter:
+    return ProcessHarnessAdapter(
+        HarnessConfig(name="t", command=[sys.executable, "-c", script], **cfg)
+    )
+
+
+async def test_turns_events_and_idempotent_stop():
+    a = adapter(ECHO)
+    await a.start()
+    pid = a.pid
+    assert await a.is_alive()
+    events = [e async for e in a.send_message_streaming("hi")]
+    assert [e.type for e in events] == [
+        HarnessEventType.TEXT_OUTPUT,
+        HarnessEventType.TURN_COMPLETE,
+    ]
+    reply = await a.send_message("bye")
+    assert reply.response == "BYE" and reply.done and len(reply.events) == 2
+    await a.stop()
+    await a.stop()  # idempotent
+    assert not await a.is_alive() and not psutil.pid_exists(pid)
+    with pytest.raises(HarnessNotRunningError, match="reset"):
+        await a.send_message("hi")
+
+
+@pytest.mark.parametrize(
+    ("script", "match"),
+    [
+        ("import sys; sys.exit(3)", "exited during startup"),
+        ("print('hello', flush=True)", "not a JSON event"),
+        (
+            "import json; print(json.dumps({'type': 'busy'}), flush=True); import time; time.sleep(30)",
+            "first line must be",
+        ),
+        ("import time; time.sleep(30)", "did not report ready within 0.5s"),
+    ],
+)
+async def test_startup_errors_are_typed(script, match):
+    a = adapter(script, startup_timeout_s=0.5)
+    with pytest.raises(HarnessStartupError, match=match) as info:
+        await a.start()
+    assert isinstance(info.value, InfrastructureError)  # never a reward
+    assert not await a.is_alive()
+
+
+async def test_turn_timeout_crash_and_protocol_errors():
+    a = adapter(ECHO)
+    await a.start()
+    pid = a.pid
+    with pytest.raises(HarnessTurnTimeoutError, match="0.3s"):
+        await a.send_message("hang", timeout_s=0.3)
+    await a.stop()
+    assert not psutil.pid_exists(pid)
+    await a.start()
+    with pytest.raises(HarnessCrashedError, match="exited with code 7"):
+        await a.send_message("die")
+    await a.stop()
+    await a.start()
+    with pytest.raises(HarnessCrashedError, match="not a JSON event"):
+        await a.send_message("junk")
+    await a.stop()
