@@ -124,7 +124,7 @@ class AutoEnv:
 
     @staticmethod
     def from_name(name: str) -> type:
-        """The env's client class (``async with cls(base_url=...)``; ``cls.from_local(app)``)."""
+        """The env's client class (``async with cls(base_url=...)``; ``cls.from_provider(LocalProcessProvider(app))``)."""
         return get_entry(name).client()
 
     @staticmethod

@@ -145,7 +145,7 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
             raise ValueError(f"call_tool(name=...) must be a non-empty tool name, got {name!r}")
         if self.mode == "production":
             try:
-                return _unwrap(await self._http_mcp.call_tool(name, arguments))
+                return unwrap_tool_result(await self._http_mcp.call_tool(name, arguments))
             except JsonRpcError as exc:
                 data = exc.data if isinstance(exc.data, dict) else {}
                 raise ToolCallError(

@@ -49,15 +49,16 @@ class Progress:
 
 def prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
     """Build (or load) the model, run the format warm-up, save it where every actor loads it."""
-    from blackjack_env.text_spec import random_episode
+    from blackjack_env.text_spec import VOCABULARY, random_episode
 
-    from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model, save_tiny_model
+    from openenv_train.policy.tiny import build_tiny_model, load_tiny_model, save_tiny_model
     from openenv_train.trainers.warmup import format_warmup
 
     m = cfg.model
     if m.path is None:
         t = m.tiny
-        model, tokenizer = build_blackjack_model(
+        model, tokenizer = build_tiny_model(
+            VOCABULARY,
             hidden_size=t.hidden_size,
             num_layers=t.num_layers,
             num_heads=t.num_heads,

@@ -76,7 +76,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     from openenv_train.runtime import start_local_servers
     from openenv_train.trainers import JsonlMetricsCallback, plot_learning_curve
     from recipes.grpo_blackjack.evaluate import baselines, evaluate_policy
-    from recipes.grpo_blackjack.train import _table
+    from recipes.grpo_blackjack.evaluate import results_table as _table
 
     hf_logging.disable_progress_bar()
     torch.set_num_threads(cfg.trainer.threads)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from blackjack_env.text_spec import random_episode
+from blackjack_env.text_spec import VOCABULARY, random_episode
 
-from openenv_train.policy.tiny import build_blackjack_model, load_tiny_model, save_tiny_model
+from openenv_train.policy.tiny import build_tiny_model, load_tiny_model, save_tiny_model
 from openenv_train.runtime import start_local_servers
 
 APP = "blackjack_env.server.app:app"
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # the recipes package
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +28,7 @@ def model_dir(tmp_path_factory):
     torch.set_num_threads(1)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model, tokenizer = build_blackjack_model(seed=3)
+        model, tokenizer = build_tiny_model(VOCABULARY, seed=3)
         quick_format_warmup(model, tokenizer, random_episode)
     torch.set_num_threads(threads)
     return str(save_tiny_model(model, tokenizer, tmp_path_factory.mktemp("forge") / "model"))
