@@ -24,6 +24,7 @@ fi
 # (Re)point the editable install at this checkout when it points elsewhere (CI clones afresh).
 HERE="$(cd / && "$PY" -c "import os, openenv_train; print(os.path.dirname(os.path.dirname(os.path.realpath(openenv_train.__file__))))" 2>/dev/null || true)"
 if [ "$HERE" != "$(realpath "$ROOT")" ]; then
+  "$PY" -m pip install -q "orjson>=3.9"  # a core dependency the vLLM stack does not bring
   "$PY" -m pip install -q --no-deps -e "$ROOT" -e "$ROOT/envs/echo_env" -e "$ROOT/envs/blackjack_env"
 fi
 "$PY" -c "import vllm, openenv_train; print('vllm', vllm.__version__, 'openenv_train from', openenv_train.__file__)"

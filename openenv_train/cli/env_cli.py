@@ -6,10 +6,10 @@ Every failure is a ``CLIError`` (clear message, exit status 2); slow steps show 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -103,10 +103,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return cmd_serve_ray(args, CLIError)
     if args.runtime == "local":
         if env_dir is not None:
-            sys.path.insert(0, str(env_dir.resolve()))
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                [str(env_dir.resolve()), os.environ.get("PYTHONPATH", "")]
-            )
+            from ..runtime.app_dir import add_app_dir
+
+            add_app_dir(env_dir)  # like uvicorn --app-dir: serve a package that is not installed
         from openenv_train.server import serve
 
         if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -165,7 +164,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if any(c.ok is False for c in checks) else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Any) -> None:  # argparse's subparsers object
     """Add ``init``, ``serve``, ``build`` and ``validate`` to the ``openenv-train`` parser."""
     p = sub.add_parser(
         "init", help="scaffold an env package (models, server, client, Dockerfile, tests)"

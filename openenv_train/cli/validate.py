@@ -15,7 +15,6 @@ import asyncio
 import importlib
 import json
 import os
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -140,8 +139,9 @@ def static_checks(path: Path) -> tuple[list[Check], str | None]:
     except ValueError as e:
         return [Check("package", False, str(e))], None
     checks = [Check("package", True, package)]
-    sys.path.insert(0, str(path.resolve()))
-    try:
+    from ..runtime.app_dir import on_import_path
+
+    with on_import_path(path):
         for mod in (f"{package}.models", f"{package}.server.app"):
             try:
                 module = importlib.import_module(mod)
@@ -151,8 +151,6 @@ def static_checks(path: Path) -> tuple[list[Check], str | None]:
                 module = None
         app = getattr(module, "app", None) if module else None
         checks.append(Check("app factory", callable(app), f"{package}.server.app:app"))
-    finally:
-        sys.path.remove(str(path.resolve()))
     dockerfile = path / "Dockerfile"
     if dockerfile.is_file():
         problems = check_dockerfile(dockerfile.read_text())
