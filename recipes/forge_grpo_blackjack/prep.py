@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,10 @@ class Progress:
 
 def prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
     """Build (or load) the model, run the format warm-up, save it where every actor loads it."""
-    from blackjack_env.text_spec import VOCABULARY, random_episode
+    from blackjack_env.text_spec import VOCABULARY
 
     from openenv_train.policy.tiny import build_tiny_model, load_tiny_model, save_tiny_model
-    from openenv_train.trainers.warmup import format_warmup
+    from recipes.grpo_blackjack.train import warm_up
 
     m = cfg.model
     if m.path is None:
@@ -68,30 +67,5 @@ def prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
         )
     else:
         model, tokenizer = load_tiny_model(m.path)
-    if m.warmup_steps:
-        t0 = time.perf_counter()
-        res = format_warmup(
-            model,
-            tokenizer,
-            random_episode,
-            steps=m.warmup_steps,
-            batch_size=m.warmup_batch_size,
-            learning_rate=m.warmup_learning_rate,
-            seed=cfg.seed,
-            loss_on=m.warmup_loss_on,
-        )
-        secs = time.perf_counter() - t0
-        console.print(
-            f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
-        )
-        log(
-            "warmup",
-            0,
-            {
-                "steps": res.steps,
-                "first_loss": res.first_loss,
-                "final_loss": res.final_loss,
-                "seconds": secs,
-            },
-        )
+    warm_up(model, tokenizer, m, cfg.seed, log)
     return save_tiny_model(model, tokenizer, out / "init_model")

@@ -100,10 +100,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
     """The tiny Llama over the env's vocabulary, a saved folder or a hub model; then the format
     warm-up (``model.warmup_steps``) on random-action games."""
-    from blackjack_env.text_spec import VOCABULARY, random_episode
+    from blackjack_env.text_spec import VOCABULARY
 
     from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
-    from openenv_train.trainers import format_warmup
 
     m = cfg.model
     if m.path is None:
@@ -138,33 +137,36 @@ def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
             model.to("cuda")
     nparams = sum(p.numel() for p in model.parameters())
     console.print(f"model: {m.path or 'tiny Llama (built here)'}, {nparams:,} parameters")
-    if m.warmup_steps:
-        t0 = time.perf_counter()
-        res = format_warmup(
-            model,
-            tokenizer,
-            random_episode,
-            steps=m.warmup_steps,
-            batch_size=m.warmup_batch_size,
-            learning_rate=m.warmup_learning_rate,
-            seed=cfg.seed,
-            loss_on=m.warmup_loss_on,
-        )
-        secs = time.perf_counter() - t0
-        console.print(
-            f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
-        )
-        log(
-            "warmup",
-            0,
-            {
-                "steps": res.steps,
-                "first_loss": res.first_loss,
-                "final_loss": res.final_loss,
-                "seconds": secs,
-            },
-        )
+    warm_up(model, tokenizer, m, cfg.seed, log)
     return model, tokenizer
+
+
+def warm_up(model: Any, tokenizer: Any, m: Any, seed: int, log: Any) -> None:
+    """The format warm-up of the ``model`` section (``warmup_steps`` batches of random-action
+    games; nothing when 0), printed and logged as a ``warmup`` record."""
+    from blackjack_env.text_spec import random_episode
+
+    from openenv_train.trainers import format_warmup
+
+    if not m.warmup_steps:
+        return
+    t0 = time.perf_counter()
+    res = format_warmup(
+        model,
+        tokenizer,
+        random_episode,
+        steps=m.warmup_steps,
+        batch_size=m.warmup_batch_size,
+        learning_rate=m.warmup_learning_rate,
+        seed=seed,
+        loss_on=m.warmup_loss_on,
+    )
+    secs = time.perf_counter() - t0
+    console.print(
+        f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
+    )
+    stats = {"steps": res.steps, "first_loss": res.first_loss, "final_loss": res.final_loss}
+    log("warmup", 0, {**stats, "seconds": secs})
 
 
 def start_servers(cfg: RecipeConfig) -> tuple[Any, list[str]]:
