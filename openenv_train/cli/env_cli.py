@@ -17,7 +17,7 @@ from . import serve_ray
 from .main import CLIError
 
 console = Console(stderr=True)
-RUNTIMES = ("local", "docker", "podman")
+RUNTIMES = ("local", "docker", "podman", "ray")  # ray: a fleet on a Ray cluster (serve_ray)
 
 
 def cmd_init(args: argparse.Namespace) -> int:

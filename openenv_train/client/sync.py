@@ -117,3 +117,14 @@ class SyncEnvClient(Generic[ActT, ObsT, StateT]):
         blocking.__name__ = name
         blocking.__doc__ = attr.__doc__
         return blocking
+
+
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to the end from blocking code: ``asyncio.run`` where this thread runs no event
+    loop (scripts, the CLI: signals reach it as usual), the shared background loop where it does
+    (Jupyter, or a caller inside async code), so the same library call works in both."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return run_sync(coro)

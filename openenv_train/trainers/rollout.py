@@ -69,7 +69,8 @@ def policy_for_trainer(trainer: Any) -> Policy:
         return TRLVLLMPolicy(trainer)
     from ..policy.transformers_policy import TransformersPolicy
 
-    return TransformersPolicy(_unwrap(trainer), tokenizer_of(trainer), device=None)  # stays put
+    tokenizer = tokenizer_of(trainer)  # first: its error names what is missing
+    return TransformersPolicy(_unwrap(trainer), tokenizer, device=None)  # stays where it is
 
 
 def tokenizer_of(trainer: Any) -> Any:

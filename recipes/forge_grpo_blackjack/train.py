@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from openenv_train.client.sync import run_blocking
+
 from .app import LoopState, run_loop, spawn_monarch
 from .config import ForgeRecipeConfig, load_config
 from .prep import Progress, console, prepare_model
@@ -144,7 +146,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
             )
             urls = [s.base_url for s in servers]
         t0 = time.perf_counter()
-        state, final = asyncio.run(
+        state, final = run_blocking(
             _train(cfg, model_dir, urls, {"on_step": on_step, "log": metrics.write})
         )
         train_s = time.perf_counter() - t0
@@ -163,7 +165,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     metrics.write("eval_after", state.step, {**last, "which": "last"})
     if after is not last:
         metrics.write("eval_after", best["step"], {**after, "which": "best"})
-    asyncio.run(policy.aclose())  # the eval policy's worker thread
+    run_blocking(policy.aclose())  # the eval policy's worker thread
     console.print(
         _table(f"after {state.step} steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
     )
@@ -218,7 +220,7 @@ def _run_forge(cfg: ForgeRecipeConfig) -> dict[str, Any]:
 
     hooks = {"on_step": on_step, "log": metrics.write}
     with start_local_servers(cfg.env.app, cfg.env.num_servers) as servers:
-        state, final = asyncio.run(_train(cfg, Path(cfg.forge.model), servers.base_urls, hooks))
+        state, final = run_blocking(_train(cfg, Path(cfg.forge.model), servers.base_urls, hooks))
     summary = {
         "name": cfg.name,
         "backend": "forge",

@@ -24,6 +24,7 @@ from blackjack_env.text_spec import decision_text, game_view, parse_answer
 from rich.console import Console
 from rich.table import Table
 
+from openenv_train.client.sync import run_blocking
 from openenv_train.policy.base import Generation
 from openenv_train.rollout.batcher import GenerationBatcher
 from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
@@ -136,7 +137,7 @@ def evaluate_policy(
             await batcher.aclose()
         return results
 
-    results = asyncio.run(play_all())
+    results = run_blocking(play_all())  # also from a notebook's running loop
     return summarize([r for r, _ in results], sum(stop == "invalid" for _, stop in results))
 
 
@@ -144,7 +145,6 @@ def evaluate_via_servers(
     policy: Any, servers: Sequence[Any], hands: int, seed: int, **rollout_kw: Any
 ) -> dict[str, float]:
     """The same greedy eval through the real env servers and the rollout engine."""
-    import asyncio
 
     from blackjack_env.text_spec import BlackjackTextSpec
 
@@ -158,7 +158,7 @@ def evaluate_via_servers(
             batch = await engine.run(["eval"] * hands, 1)
         return [r.reward for r in batch.records]
 
-    rewards = asyncio.run(run())
+    rewards = run_blocking(run())
     return summarize(rewards)
 
 
