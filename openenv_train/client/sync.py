@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.models import ActT, ObsT, StateT, StepResult
@@ -121,10 +122,11 @@ class SyncEnvClient(Generic[ActT, ObsT, StateT]):
 
 def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to the end from blocking code: ``asyncio.run`` where this thread runs no event
-    loop (scripts, the CLI: signals reach it as usual), the shared background loop where it does
-    (Jupyter, or a caller inside async code), so the same library call works in both."""
+    loop (scripts, the CLI: signals reach it as usual); where one runs (Jupyter, or blocking code
+    called from async code), ``asyncio.run`` on a fresh thread, so nested calls work too."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    return run_sync(coro)
+    with ThreadPoolExecutor(1, thread_name_prefix="openenv-train-blocking") as pool:
+        return pool.submit(asyncio.run, coro).result()
