@@ -48,23 +48,12 @@ class Progress:
 
 def prepare_model(cfg: ForgeRecipeConfig, out: Path, log: Any) -> Path:
     """Build (or load) the model, run the format warm-up, save it where every actor loads it."""
-    from blackjack_env.text_spec import VOCABULARY
-
-    from openenv_train.policy.tiny import build_tiny_model, load_tiny_model, save_tiny_model
-    from recipes.grpo_blackjack.train import warm_up
+    from openenv_train.policy.tiny import load_tiny_model, save_tiny_model
+    from recipes.grpo_blackjack.train import build_tiny, warm_up
 
     m = cfg.model
     if m.path is None:
-        t = m.tiny
-        model, tokenizer = build_tiny_model(
-            VOCABULARY,
-            hidden_size=t.hidden_size,
-            num_layers=t.num_layers,
-            num_heads=t.num_heads,
-            intermediate_size=t.intermediate_size,
-            initializer_range=t.init_std,
-            seed=t.seed,
-        )
+        model, tokenizer = build_tiny(m.tiny)
     else:
         model, tokenizer = load_tiny_model(m.path)
     warm_up(model, tokenizer, m, cfg.seed, log)

@@ -100,22 +100,11 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
     """The tiny Llama over the env's vocabulary, a saved folder or a hub model; then the format
     warm-up (``model.warmup_steps``) on random-action games."""
-    from blackjack_env.text_spec import VOCABULARY
-
-    from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
+    from openenv_train.policy.tiny import load_tiny_model
 
     m = cfg.model
     if m.path is None:
-        t = m.tiny
-        model, tokenizer = build_tiny_model(
-            VOCABULARY,
-            hidden_size=t.hidden_size,
-            num_layers=t.num_layers,
-            num_heads=t.num_heads,
-            intermediate_size=t.intermediate_size,
-            initializer_range=t.init_std,
-            seed=t.seed,
-        )
+        model, tokenizer = build_tiny(m.tiny)
     elif m.hub:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -139,6 +128,23 @@ def load_model(cfg: RecipeConfig, log: Any) -> tuple[Any, Any]:
     console.print(f"model: {m.path or 'tiny Llama (built here)'}, {nparams:,} parameters")
     warm_up(model, tokenizer, m, cfg.seed, log)
     return model, tokenizer
+
+
+def build_tiny(t: Any) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: the tiny Llama of a ``model.tiny`` section over BlackJack's words."""
+    from blackjack_env.text_spec import VOCABULARY
+
+    from openenv_train.policy.tiny import build_tiny_model
+
+    return build_tiny_model(
+        VOCABULARY,
+        hidden_size=t.hidden_size,
+        num_layers=t.num_layers,
+        num_heads=t.num_heads,
+        intermediate_size=t.intermediate_size,
+        initializer_range=t.init_std,
+        seed=t.seed,
+    )
 
 
 def warm_up(model: Any, tokenizer: Any, m: Any, seed: int, log: Any) -> None:
