@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..rollout.records import EpisodeRecord
 from ..rollout.tokens import TokenCodec
 
 #: One episode as chat turns: ("user", env text) and ("assistant", answer text) in order.
@@ -82,13 +83,78 @@ def format_warmup(
     ``loss_on``: ``"all"`` tokens after the first (env text and answers) or ``"answers"`` only (see
     the module docstring). The model is left in eval mode. Returns the losses.
     """
-    import torch
-
     if steps < 0 or batch_size < 1:
         raise ValueError(f"warmup: steps={steps} must be >= 0 and batch_size={batch_size} >= 1")
     if loss_on not in ("all", "answers"):
         raise ValueError(f"warmup: loss_on={loss_on!r}; use 'all' or 'answers'")
     codec = TokenCodec(tokenizer)
+    return next_token_training(
+        model,
+        tokenizer,
+        lambda rng: [episode_ids(codec, sample_episode(rng)) for _ in range(batch_size)],
+        steps=steps,
+        learning_rate=learning_rate,
+        seed=seed,
+        loss_on=loss_on,
+        on_step=on_step,
+    )
+
+
+def record_rows(records: Sequence[EpisodeRecord]) -> list[tuple[list[int], list[int]]]:
+    """``(ids, loss_mask)`` per recorded episode: the prompt and env tokens are context (mask 0)."""
+    return [
+        (r.prompt_ids + r.completion_ids, [0] * len(r.prompt_ids) + list(r.env_mask))
+        for r in records
+    ]
+
+
+def trace_warmup(
+    model: Any,
+    tokenizer: Any,
+    records: Sequence[EpisodeRecord],
+    *,
+    steps: int = 100,
+    batch_size: int = 8,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+) -> WarmupResult:
+    """Warm-up on captured traces (e.g. a scripted policy played through the harness's capture
+    proxy): next-token training on the model tokens of the exact ids the proxy recorded.
+
+    A random tiny model never emits a parsable tool call, so every GRPO group of agent episodes
+    starts with equal rewards; a few steps on demonstrations teach the call format on the very
+    token sequences the model will later be fed.
+    """
+    rows = record_rows(records)
+    if not rows or steps < 1 or batch_size < 1:
+        raise ValueError(f"trace_warmup: records={len(rows)} steps={steps} batch_size={batch_size}")
+    return next_token_training(
+        model,
+        tokenizer,
+        lambda rng: [rows[rng.randrange(len(rows))] for _ in range(batch_size)],
+        steps=steps,
+        learning_rate=learning_rate,
+        seed=seed,
+        loss_on="answers",
+    )
+
+
+def next_token_training(
+    model: Any,
+    tokenizer: Any,
+    draw_batch: Callable[[random.Random], list[tuple[list[int], list[int]]]],
+    *,
+    steps: int,
+    learning_rate: float,
+    seed: int,
+    loss_on: Literal["all", "answers"],
+    on_step: Callable[[int, float], None] | None = None,
+) -> WarmupResult:
+    """The one supervised loop of both warm-ups: ``steps`` AdamW steps on ``(ids, loss_mask)``
+    batches from ``draw_batch(rng)``, right-padded; the loss covers every token (``"all"``) or the
+    mask-1 tokens (``"answers"``). Leaves the model in eval mode."""
+    import torch
+
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rng = random.Random(seed)
     device = next(model.parameters()).device
@@ -96,11 +162,11 @@ def format_warmup(
     model.train()
     first = last = float("nan")
     for step in range(steps):
-        rows = [episode_ids(codec, sample_episode(rng)) for _ in range(batch_size)]
+        rows = draw_batch(rng)
         width = max(len(ids) for ids, _ in rows)
-        input_ids = torch.full((batch_size, width), pad, dtype=torch.long)
-        labels = torch.full((batch_size, width), -100, dtype=torch.long)
-        attention = torch.zeros((batch_size, width), dtype=torch.long)
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        labels = torch.full((len(rows), width), -100, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
         for r, (ids, mask) in enumerate(rows):
             input_ids[r, : len(ids)] = torch.tensor(ids)
             attention[r, : len(ids)] = 1

@@ -14,7 +14,6 @@ from openenv_train.harness.agent_rollout import (
     make_agent_rollout_func,
     records_of,
 )
-from openenv_train.harness.agent_warmup import record_rows, trace_warmup
 from openenv_train.harness.capture_proxy import CaptureProxy
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import start_local_servers
@@ -60,12 +59,14 @@ def test_grpo_through_trl_trains_the_agent_on_its_captured_tokens(notes_urls, to
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.trainers import env_reward, policy_for_trainer
+    from openenv_train.trainers import env_reward, policy_for_trainer, trace_warmup
 
     model = notes_model(tokenizer)
     demos = asyncio.run(demonstrations(notes_urls, tokenizer, n=4))
-    first, last = trace_warmup(model, tokenizer, record_rows(demos), steps=10, batch_size=4)
-    assert last < first  # a few steps on the recorded tokens (the notebook does more)
+    warm = trace_warmup(model, tokenizer, demos, steps=10, batch_size=4)
+    assert (
+        warm.final_loss < warm.first_loss
+    )  # a few steps on the recorded tokens (the notebook does more)
     rollout_func = make_agent_rollout_func(
         notes_urls,
         policy_for_trainer,
