@@ -183,6 +183,44 @@ def load_tiny_model(directory: str | Path, *, dtype: Any = None) -> tuple[Any, A
     return model.eval(), tokenizer
 
 
+#: ChatML, as real chat models format turns (tools listed in a system turn, an optional ``name``
+#: per message); the assistant's turn ends with ``<|im_end|>``, the EOS token.
+CHATML_TEMPLATE = (
+    "{%- if tools %}<|im_start|>system{{ '\\n' }}Tools: {{ tools | tojson }}<|im_end|>{{ '\\n' }}{% endif -%}"
+    "{%- for m in messages -%}"
+    "<|im_start|>{{ m['role'] }}{% if m.get('name') %} {{ m['name'] }}{% endif %}{{ '\\n' }}"
+    "{{ m['content'] }}<|im_end|>{{ '\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif -%}"
+)
+
+
+def build_chatml_tokenizer(corpus: Iterable[str], *, vocab_size: int = 400) -> Any:
+    """A byte-level BPE tokenizer trained on ``corpus`` with ChatML special tokens and template,
+    for agent and tool-calling tests: byte-level, so any text (JSON tool calls included) encodes
+    and decodes losslessly, as with real chat models. EOS is ``<|im_end|>``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|pad|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    backend.train_from_iterator(list(corpus) * 4, trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<|pad|>",
+        eos_token="<|im_end|>",
+        clean_up_tokenization_spaces=False,
+    )
+    tok.chat_template = CHATML_TEMPLATE
+    return tok
+
+
 def build_tiny_model(
     vocabulary: Iterable[str], directory: str | Path | None = None, **model_kwargs: Any
 ) -> tuple[Any, Any]:

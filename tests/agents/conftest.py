@@ -26,8 +26,6 @@ def _share(name: str, path: Path) -> None:
 
 
 _share("server_helpers", HERE.parent / "server" / "server_helpers.py")
-_CHATML = [HERE.parent / d / "chatml.py" for d in ("support", "rollout")]
-_share("chatml", next(p for p in _CHATML if p.exists()))
 
 from server_helpers import ServerThread  # noqa: E402
 

@@ -12,14 +12,6 @@ from openenv_train.harness.react_agent import SYSTEM
 from .server.environment import NotesEnv, notes_task
 from .solver import scripted_answer
 
-CHATML = (
-    "{%- if tools %}<|im_start|>system{{ '\\n' }}Tools: {{ tools | tojson }}<|im_end|>{{ '\\n' }}{% endif -%}"
-    "{%- for m in messages -%}"
-    "<|im_start|>{{ m['role'] }}{{ '\\n' }}{{ m['content'] }}<|im_end|>{{ '\\n' }}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant{{ '\\n' }}{% endif -%}"
-)
-
 
 def _corpus() -> list[str]:
     tools = [
@@ -53,26 +45,9 @@ def _corpus() -> list[str]:
 
 def notes_tokenizer(vocab_size: int = 512) -> Any:
     """Byte-level BPE with ChatML special tokens and chat template; EOS is ``<|im_end|>``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from openenv_train.policy.tiny import build_chatml_tokenizer
 
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<|pad|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    backend.train_from_iterator(_corpus() * 4, trainer)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        pad_token="<|pad|>",
-        eos_token="<|im_end|>",
-        clean_up_tokenization_spaces=False,
-    )
-    tok.chat_template = CHATML
-    return tok
+    return build_chatml_tokenizer(_corpus(), vocab_size=vocab_size)
 
 
 def notes_model(tokenizer: Any, seed: int = 0) -> Any:
