@@ -1,28 +1,12 @@
-"""Fixtures for the server tests; helpers live in ``server_helpers`` (importable by name)."""
+"""Fixtures for the server tests; helpers (and ``serve_app``) live in ``tests/support/server_helpers.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from server_envs import REG
-from server_helpers import ServerThread
-
-
-@pytest.fixture
-def serve_app() -> Iterator[Callable[..., ServerThread]]:
-    """Start apps on real uvicorn servers; all are stopped after the test."""
-    started: list[ServerThread] = []
-
-    def start(app: Any, **options: Any) -> ServerThread:
-        s = ServerThread(app, **options).start()
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.stop()
+from server_helpers import serve_app  # noqa: F401  (the fixture, offered to these tests)
 
 
 @pytest.fixture(autouse=True)

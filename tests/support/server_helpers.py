@@ -11,9 +11,10 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 import uvicorn
 
 from openenv_train.server import uvicorn_kwargs
@@ -134,3 +135,19 @@ def masked_frame(payload: bytes, opcode: int = 0x1) -> bytes:
     else:
         head = bytes([0x80 | opcode, 0x80 | 127]) + n.to_bytes(8, "big")
     return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+@pytest.fixture
+def serve_app() -> Iterator[Callable[..., ServerThread]]:
+    """Start apps on real uvicorn servers; all are stopped after the test (a conftest imports
+    this fixture to offer it)."""
+    started: list[ServerThread] = []
+
+    def start(app: Any, **options: Any) -> ServerThread:
+        s = ServerThread(app, **options).start()
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
