@@ -95,6 +95,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     env_dir, app = _package_dir(args.target)
+    if args.reload and args.runtime != "local":
+        raise CLIError(f"--reload restarts a local server; drop it with --runtime {args.runtime}")
     if args.runtime == "ray":
         from .serve_ray import cmd_serve_ray
 

@@ -123,3 +123,10 @@ def test_python_dash_m_is_the_same_command() -> None:
     assert by_module.returncode == by_script.returncode == 0
     assert by_module.stdout == by_script.stdout
     assert re.fullmatch(r"openenv-train \d+\.\d+\.\d+\S*\n", by_module.stdout), by_module.stdout
+
+
+def test_reload_is_refused_where_it_cannot_work(capsys: pytest.CaptureFixture[str]) -> None:
+    from openenv_train.cli.main import main
+
+    assert main(["serve", "my_env:app", "--runtime", "docker", "--reload"]) == 2
+    assert "--reload restarts a local server" in capsys.readouterr().err
