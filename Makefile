@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines config-table
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test-vllm:
 # Docker + Podman + the local base image the container tests use (root; idempotent; CI runs it).
 engines:
 	bash scripts/container_engines.sh
+
+# The README's config-key tables, regenerated from the recipes' config classes (tests/docs checks).
+config-table: setup
+	$(BIN)/openenv-train config-keys --readme README.md
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -6,7 +6,6 @@ Every failure is a ``CLIError`` (clear message, exit status 2); slow steps show 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -96,23 +95,20 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     env_dir, app = _package_dir(args.target)
+    if args.reload and args.runtime != "local":
+        raise CLIError(f"--reload restarts a local server; drop it with --runtime {args.runtime}")
     if args.runtime == "ray":
         from .serve_ray import cmd_serve_ray
 
         args.app = app
         return cmd_serve_ray(args, CLIError)
     if args.runtime == "local":
-        if env_dir is not None:
-            from ..runtime.app_dir import add_app_dir
+        from .serve_local import serve_local
 
-            add_app_dir(env_dir)  # like uvicorn --app-dir: serve a package that is not installed
-        from openenv_train.server import serve
-
-        if args.host not in ("127.0.0.1", "localhost", "::1"):
-            print(
-                f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr
-            )
-        serve(app, host=args.host, port=args.port, token_file=args.token_file)
+        try:
+            serve_local(app, env_dir, args)
+        except LookupError as e:
+            raise CLIError(str(e)) from None
         return 0
     from ..core.errors import InfrastructureError
     from ..runtime import ContainerProvider
@@ -173,14 +169,36 @@ def register(sub: Any) -> None:  # argparse's subparsers object
     p.add_argument("--dir", default=None, help="parent folder (default: the current folder)")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("serve", help="serve an env folder or app on 127.0.0.1 (local or container)")
-    p.add_argument(
-        "target", metavar="PATH_OR_APP", help="env folder, or import path pkg.server.app:app"
+    p = sub.add_parser(
+        "serve",
+        help="serve an env folder or app (my_env:app from the current folder, like uvicorn)",
     )
-    p.add_argument("--runtime", choices=RUNTIMES, default="local")
-    p.add_argument("--port", type=int, default=8000, help="loopback port (default 8000)")
+    p.add_argument(
+        "target",
+        metavar="PATH_OR_APP",
+        help="env folder, or an import path module:attribute (my_env:app, pkg.server.app:app)",
+    )
+    p.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default="local",
+        help="local process (default), a hardened docker/podman container, or a fleet on ray",
+    )
+    p.add_argument(
+        "--port", type=int, default=8000, help="port (default 8000; 0 picks a free one, local)"
+    )
     p.add_argument(
         "--host", default="127.0.0.1", help="bind address, local runtime (default loopback)"
+    )
+    p.add_argument(
+        "--app-dir",
+        default=".",
+        help="folder put first on the import path for module:attribute (default: the current one)",
+    )
+    p.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the server when a .py file of the app's package changes (local runtime)",
     )
     p.add_argument(
         "--token-file",
@@ -204,7 +222,9 @@ def register(sub: Any) -> None:  # argparse's subparsers object
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("validate", help="static, runtime and hardening checks of an env")
-    p.add_argument("target", metavar="PATH|URL|IMAGE")
+    p.add_argument(
+        "target", metavar="PATH|URL|IMAGE", help="env folder, running server URL or image name"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report (for CI)")
     p.add_argument("--engine", default="docker", help="engine for an IMAGE (docker, podman, URL)")
     p.add_argument(

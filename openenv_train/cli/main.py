@@ -7,6 +7,8 @@
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
+    openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
+    openenv-train --version                    (``python -m openenv_train`` is the same command)
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -21,8 +23,9 @@ from pathlib import Path
 
 import yaml
 
+from .. import __version__
 from .envs_cmd import register as register_envs
-from .recipes import RecipeError, get_recipe
+from .recipes import RecipeError, available_recipes, get_recipe
 
 
 class CLIError(Exception):
@@ -86,15 +89,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def recipe_table(name: str) -> str:
+    """The Markdown table of recipe ``name``'s config keys."""
+    from .config_keys import markdown_table
+
+    return markdown_table(get_recipe(name).config_class)
+
+
+def cmd_config_keys(args: argparse.Namespace) -> int:
+    from .config_keys import fill_tables
+
+    if args.readme is None:
+        if args.recipe is None:
+            raise CLIError(f"RECIPE: name one of {sorted(available_recipes())}")
+        print(recipe_table(args.recipe), end="")
+        return 0
+    path = Path(args.readme)
+    if not path.is_file():
+        raise CLIError(f"--readme: {args.readme!r} does not exist; pass the README.md to update")
+    text = path.read_text()
+    new = fill_tables(text, recipe_table)
+    if new != text:
+        path.write_text(new)
+    print(f"{path}: config key tables {'updated' if new != text else 'already up to date'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openenv-train", description="Train LLM agents with RL on OpenEnv environments."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("train", help="run a recipe config (e.g. configs/grpo_blackjack_cpu.yaml)")
     p.add_argument("config", help="YAML recipe config")
-    p.add_argument("--max-steps", type=int, default=None, help="override grpo.max_steps")
+    p.add_argument("--max-steps", type=int, default=None, help="override grpo.max_steps (or steps)")
     p.add_argument("--name", default=None, help="override the run name (output under runs/<name>)")
     p.set_defaults(func=cmd_train)
 
@@ -112,6 +144,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     register_envs(sub)
+
+    p = sub.add_parser(
+        "config-keys", help="every config key of a recipe: type, default, description (Markdown)"
+    )
+    p.add_argument("recipe", nargs="?", default=None, help="recipe name, e.g. grpo_blackjack")
+    p.add_argument(
+        "--readme",
+        default=None,
+        help="rewrite the marked tables of this README in place instead of printing one",
+    )
+    p.set_defaults(func=cmd_config_keys)
     return parser
 
 

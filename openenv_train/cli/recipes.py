@@ -3,7 +3,8 @@
 A recipe is an importable package (``recipes/<name>/`` in this repository) with:
 
 - ``config.py``: ``load_config(path)`` -> a checked config (pydantic, unknown keys rejected);
-  the YAML's ``recipe:`` key names the recipe;
+  the YAML's ``recipe:`` key names the recipe; its return annotation names the pydantic class,
+  which ``openenv-train config-keys`` documents key by key;
 - ``train.py``: ``run(cfg)`` trains as the config says;
 - optionally ``evaluate.py``: ``evaluate_saved_model(model_dir, *, episodes=None, seed=None)``
   evaluates a saved model (``None``: the recipe's defaults), prints a report and returns its numbers.
@@ -18,6 +19,7 @@ Recipes register in the ``openenv_train.recipes`` entry point group, one line ea
 from __future__ import annotations
 
 import importlib
+import typing
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -58,6 +60,18 @@ class Recipe:
     def load_config(self, path: str | Path) -> Any:
         """The recipe's checked config from a YAML file (raises ``ValueError`` naming the key)."""
         return self._function("config", "load_config")(path)
+
+    @property
+    def config_class(self) -> type:
+        """The pydantic class ``load_config`` returns (read from its return annotation)."""
+        load = self._function("config", "load_config")
+        cls = typing.get_type_hints(load).get("return")
+        if not (isinstance(cls, type) and hasattr(cls, "model_fields")):
+            raise RecipeError(
+                f"recipe {self.name!r}: {self.package}.config.load_config needs a return "
+                "annotation naming its pydantic config class (-> RecipeConfig)"
+            )
+        return cls
 
     def run(self, cfg: Any) -> Any:
         """Train as ``cfg`` says."""

@@ -131,6 +131,7 @@ class RaySettings(BaseModel):
     #: 0: the rollout engine runs on the driver; M > 0: M rollout workers on Ray, each on the
     #: servers of its node, calling the trainer's policy through a loopback endpoint
     rollout_workers: int = Field(0, ge=0)
+    #: CPUs Ray reserves per rollout worker (0 reserves nothing)
     cpus_per_worker: float = Field(0.0, ge=0)
 
     @field_validator("address")

@@ -28,6 +28,7 @@ from ..core.models import Action, EnvironmentMetadata, Observation, State
 from ..core.wire import observation_json, parse_action, state_json
 from .calls import build_env, calls_for
 from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
+from .environment import NoEpisodeError
 from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
@@ -38,6 +39,14 @@ from .ws import WebSocketEndpoint
 log = logging.getLogger("openenv_train.server")
 
 MODES = ("simulation", "production")
+
+#: Why HTTP ``/step`` cannot continue a game, and where stateful clients go instead.
+HTTP_NO_EPISODE = (
+    "HTTP /step ran on a fresh env with no game in progress: every HTTP request gets its own env "
+    "(as in OpenEnv 0.10), so the game a POST /reset started is already gone. For episodes open a "
+    "session: the WebSocket /ws (EnvClient(base_url) or its .sync()) or /mcp (JSON-RPC "
+    "'openenv/session/create', then 'tools/call' with that session_id)."
+)
 
 
 class ResetRequest(BaseModel):
@@ -296,6 +305,9 @@ def _add_simulation_routes(
             return await call(env)
         except HTTPException:
             raise
+        except NoEpisodeError as exc:
+            message = bounded_text(f"{HTTP_NO_EPISODE} The env said: {exc}", 2000)
+            raise HTTPException(409, detail={"code": "NO_EPISODE", "message": message}) from exc
         except Exception as exc:
             log.warning("env raised over HTTP: %s", exc)
             message = bounded_text(f"{type(exc).__name__}: {exc}", 2000)

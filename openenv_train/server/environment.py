@@ -8,6 +8,15 @@ from typing import Any, Generic
 from ..core.models import ActT, EnvironmentMetadata, ObsT, State, StateT
 
 
+class NoEpisodeError(RuntimeError):
+    """Raise from ``step`` when no episode is in progress (no ``reset`` yet, or the last one ended).
+
+    Over ``/ws`` and ``/mcp`` it is an ``EXECUTION_ERROR`` like any other exception; over HTTP
+    ``/step``, where every request gets a fresh env that no ``/reset`` started, it becomes a 409
+    that points the client to the ``/ws`` or ``/mcp`` sessions.
+    """
+
+
 class Environment(Generic[ActT, ObsT, StateT]):
     """The env contract: one instance per session, driven by the server as a Gymnasium-style loop.
 
@@ -25,7 +34,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     Errors never end the session: an action that does not validate against the action model
     never reaches ``step`` (the client gets ``VALIDATION_ERROR`` naming the field), and an
-    exception raised by a method comes back as ``EXECUTION_ERROR`` with its message.
+    exception raised by a method comes back as ``EXECUTION_ERROR`` with its message. Raise
+    ``NoEpisodeError`` from ``step`` when there is no game to step, so that HTTP clients get a
+    409 that says so.
     """
 
     #: Shown at ``GET /metadata``; defaults to the class name and docstring.

@@ -28,28 +28,40 @@ class _Strict(BaseModel):
 class TinyModel(_Strict):
     """The locally built tiny Llama (``openenv_train.policy.tiny``)."""
 
+    #: width of the tiny Llama (>= 32 keeps head_dim usable by vLLM's CPU backend)
     hidden_size: int = Field(64, ge=32)
+    #: transformer layers of the tiny Llama
     num_layers: int = Field(2, ge=1)
+    #: attention heads (hidden_size / num_heads is the head size)
     num_heads: int = Field(2, ge=1)
+    #: MLP width (null: transformers' default for hidden_size)
     intermediate_size: int | None = Field(128, ge=1)
     #: std of the random initial weights (transformers' ``initializer_range``; its default 0.02
     #: left GRPO stuck longer at "always stand" in our runs)
     init_std: float = Field(0.1, gt=0)
+    #: seed of the random initial weights
     seed: int = 0
 
 
 class ModelSection(_Strict):
     """``path``: a local model folder or a hub id (``hub: true``); ``null`` builds the tiny model."""
 
+    #: a folder saved with save_pretrained, a hub id (with hub: true), or null to build the tiny Llama
     path: str | None = None
+    #: true: model.path is a hub id loaded with AutoModelForCausalLM / AutoTokenizer
     hub: bool = False
+    #: the tiny Llama built when model.path is null
     tiny: TinyModel = Field(default_factory=TinyModel)
+    #: format warm-up batches of random-action games before GRPO (0: none)
     warmup_steps: int = Field(300, ge=0)
+    #: games per format warm-up batch
     warmup_batch_size: int = Field(64, ge=1)
+    #: learning rate of the format warm-up
     warmup_learning_rate: float = Field(3e-3, gt=0)
     #: "all": the warm-up also predicts the env's text, so the model learns to read the state
     #: (openenv_train.trainers.format_warmup); "answers": answer tokens only.
     warmup_loss_on: Literal["all", "answers"] = "all"
+    #: extra arguments of every apply_chat_template call (chat models)
     chat_template_kwargs: dict[str, Any] = Field(
         default_factory=dict
     )  # e.g. {enable_thinking: false}
@@ -62,14 +74,21 @@ class EnvSection(_Strict):
     build envs/blackjack_env --tag IMAGE``); ``relax`` names hardening defaults to turn off.
     """
 
+    #: the env server app as module:attribute, started env.num_servers times
     app: str = "blackjack_env.server.app:app"
+    #: env servers to start; sessions are spread over them
     num_servers: int = Field(2, ge=1)
+    #: use these running servers instead of starting any
     base_urls: list[str] = Field(default_factory=list)
+    #: seconds each server may take to answer /health
     startup_timeout_s: float = Field(60.0, gt=0)
+    #: where servers run: local processes, hardened docker/podman containers, or a Ray fleet
     runtime: Literal["local", "docker", "podman", "ray"] = "local"
     ray: RaySettings = Field(default_factory=RaySettings)  # used when runtime: ray
+    #: container image for runtime docker/podman (openenv-train build envs/blackjack_env)
     image: str | None = None
     engine: str | None = None  # an engine API URL; default: the runtime's own socket
+    #: container hardening defaults to turn off (e.g. [read_only])
     relax: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -94,11 +113,17 @@ class EnvSection(_Strict):
 class RolloutSection(_Strict):
     """Engine knobs (``openenv_train.rollout.RolloutConfig``)."""
 
+    #: model turns per episode before it is cut
     max_turns: int = Field(8, ge=1)
+    #: tokens the model may generate per turn
     max_new_tokens: int = Field(4, ge=1)
+    #: env sessions open at once
     max_concurrency: int = Field(512, ge=1)
+    #: most sessions batched into one model call
     max_batch_size: int = Field(512, ge=1)
+    #: true: the rollouts of a GRPO group play the same hand
     same_deal_per_group: bool = False
+    #: reward of an episode whose answer is not a legal action
     invalid_action_reward: float = -1.0
     system_prompt: str | None = None  # e.g. "Answer hit or stand." for chat models (tiny: none)
 
@@ -106,29 +131,53 @@ class RolloutSection(_Strict):
 class GRPOSection(_Strict):
     """``trl.GRPOConfig`` settings; ``extra`` passes any other field."""
 
+    #: GRPO optimizer steps (openenv-train train --max-steps overrides)
     max_steps: int = Field(800, ge=1)
+    #: rollouts per group, compared with each other (>= 2)
     num_generations: int = 16
+    #: episodes per step; a multiple of num_generations
     per_device_train_batch_size: int = 512
+    #: batches accumulated per optimizer step
     gradient_accumulation_steps: int = Field(1, ge=1)
+    #: AdamW learning rate (GRPOConfig's 1e-6 default barely moves a tiny model)
     learning_rate: float = Field(5e-4, gt=0)
+    #: transformers scheduler name (cosine, linear, constant, ...)
     lr_scheduler_type: str = "cosine"
+    #: KL penalty towards the reference model (0: none, no reference model kept)
     beta: float = Field(0.0, ge=0)
+    #: sampling temperature of the rollouts
     temperature: float = Field(1.0, gt=0)
+    #: TRL GRPO loss (dapo, grpo, dr_grpo, bnpo, ...)
     loss_type: str = "dapo"
+    #: TRL advantage scaling: group, batch or none
     scale_rewards: str = "group"
+    #: gradient clipping norm
     max_grad_norm: float = Field(1.0, gt=0)
+    #: TRL's adaptive entropy bonus: keeps exploring instead of collapsing to always stand
     use_adaptive_entropy: bool = True
+    #: entropy the adaptive bonus steers towards
     entropy_target: float = 0.15
+    #: how fast the adaptive entropy coefficient moves per step
     entropy_coef_delta: float = 0.005
+    #: longest completion (all turns of an episode) in tokens
     max_completion_length: int = Field(64, ge=1)
+    #: train on the CPU (GRPOConfig.use_cpu)
     use_cpu: bool = True
+    #: bfloat16 training (needs a GPU)
     bf16: bool = False
+    #: recompute activations to save memory (off for tiny models)
     gradient_checkpointing: bool = False
+    #: generate with vLLM (GPU, or the CPU backend in .venv-vllm)
     use_vllm: bool = False
+    #: vLLM in the trainer's process (colocate) or a separate trl vllm-serve (server)
     vllm_mode: Literal["colocate", "server"] = "colocate"
+    #: share of GPU memory vLLM may take (colocate)
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: steps between TRL log records (metrics.jsonl, report_to)
     logging_steps: int = Field(10, ge=1)
+    #: torch CPU threads (1 is fastest for the tiny model; null: torch's default)
     torch_threads: int | None = Field(1, ge=1)
+    #: any other GRPOConfig field, passed as is (e.g. {warmup_ratio: 0.1})
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -151,10 +200,15 @@ class GRPOSection(_Strict):
 class EvalSection(_Strict):
     """Greedy evaluation on fresh seeded hands (game logic in-process; see evaluate.py)."""
 
+    #: fresh seeded hands of the greedy evals before and after training
     hands: int = Field(20000, ge=1)
+    #: optimizer steps between periodic greedy evals (the learning curve)
     every: int = Field(50, ge=1)
+    #: validation hands per periodic eval (keep_best picks on these)
     periodic_hands: int = Field(10000, ge=1)
+    #: seed of the evaluation hands (apart from the training deals)
     seed: int = 2_000_000_000
+    #: also play the final eval through the env servers (checks the wire path)
     final_via_servers: bool = False
     #: Save the weights of the periodic eval with the best mean return (validation hands, seeded
     #: apart from the final eval's, so the final numbers stay unbiased) instead of the last step's.
@@ -164,17 +218,29 @@ class EvalSection(_Strict):
 class RecipeConfig(_Strict):
     """The whole recipe: ``openenv-train train CONFIG`` loads this from YAML."""
 
+    #: the recipe that runs this config
     recipe: Literal["grpo_blackjack"] = "grpo_blackjack"
+    #: run name: everything lands in output_dir/name (--name overrides)
     name: str = Field("grpo_blackjack", pattern=r"^[A-Za-z0-9_.-]+$")
+    #: folder of the run folders
     output_dir: str = "runs"
+    #: seed of torch, the deals and the trainer
     seed: int = 0
+    #: TRL report_to backends, e.g. [tensorboard] or [wandb] (metrics.jsonl and curve.png are always written)
     report_to: list[str] = Field(default_factory=list)
+    #: weight of a format reward (-1 for an answer that is not an action) beside the env's reward; 0: none
     format_reward_weight: float = 0.0
+    #: a rich progress bar instead of TRL's printed log dicts
     progress: bool = True
+    #: the policy model
     model: ModelSection = Field(default_factory=ModelSection)
+    #: the env servers
     env: EnvSection = Field(default_factory=EnvSection)
+    #: the rollout engine
     rollout: RolloutSection = Field(default_factory=RolloutSection)
+    #: TRL GRPOConfig settings
     grpo: GRPOSection = Field(default_factory=GRPOSection)
+    #: greedy evaluation
     eval: EvalSection = Field(default_factory=EvalSection)
 
     @property

@@ -1,5 +1,4 @@
-"""The README's environment quick start runs as written (the training snippet needs a model, so
-it is covered by tests/trainers instead)."""
+"""The README's environment quick start runs as written (the TRL snippet: test_readme_trl.py)."""
 
 from __future__ import annotations
 

@@ -149,3 +149,21 @@ def test_bad_arguments_fail_early_with_the_fix(monkeypatch):
     monkeypatch.setenv("OPENENV_MODE", "prod")
     with pytest.raises(ValueError, match="OPENENV_MODE"):
         create_app(CounterEnv, AddAction, TotalObservation)
+
+
+def test_http_step_without_a_game_is_409_pointing_to_sessions(serve_app):
+    """HTTP /reset then /step: the step runs on a fresh env (each request gets its own, as in
+    OpenEnv 0.10). The real BlackJack env has no game there; the client learns why and where to
+    go, instead of a bare 500."""
+    from blackjack_env.server.app import app
+
+    s = serve_app(app)
+    assert httpx.post(s.url + "/reset", json={"seed": 1}).status_code == 200
+    r = httpx.post(s.url + "/step", json={"action": {"action": "hit"}})
+    assert r.status_code == 409, r.text
+    detail = r.json()["detail"]
+    assert detail["code"] == "NO_EPISODE"
+    for words in ("fresh env", "/ws", "/mcp", "openenv/session/create", "call reset()"):
+        assert words in detail["message"], (words, detail["message"])
+    # a real env bug on HTTP /step stays a 500 (tested above); the server still serves
+    assert httpx.get(s.url + "/health").json()["status"] == "healthy"

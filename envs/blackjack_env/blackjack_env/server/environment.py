@@ -10,7 +10,7 @@ import random
 import uuid
 
 from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server.environment import Environment
+from openenv_train.server.environment import Environment, NoEpisodeError
 
 from ..game import HIT, STAND, BlackjackGame, hand_total, rank_label, render_state
 from ..models import BlackjackAction, BlackjackObservation, BlackjackState
@@ -53,9 +53,9 @@ class BlackjackEnvironment(Environment[BlackjackAction, BlackjackObservation, Bl
     async def step(self, action: BlackjackAction) -> BlackjackObservation:
         game = self._game
         if game is None:
-            raise RuntimeError("no game in progress: call reset() before step()")
+            raise NoEpisodeError("no game in progress: call reset() before step()")
         if game.done:
-            raise RuntimeError(
+            raise NoEpisodeError(
                 "the game is over (done=True): call reset() to deal a new hand before stepping again"
             )
         game.apply(action.action)

@@ -16,7 +16,7 @@ import threading
 import uuid
 
 from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import Environment
+from openenv_train.server import Environment, NoEpisodeError
 
 from ..models import CodeAction, CodingObservation, CodingState
 from ..sandbox import Limits, run_tests
@@ -82,9 +82,9 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
     def step(self, action: CodeAction) -> CodingObservation:
         task = self._task
         if task is None:
-            raise RuntimeError("no task: call reset() before submitting code")
+            raise NoEpisodeError("no task: call reset() before submitting code")
         if self._done:
-            raise RuntimeError("the episode is over (done=True): call reset() for a new task")
+            raise NoEpisodeError("the episode is over (done=True): call reset() for a new task")
         with _PARALLEL:
             result = run_tests(action.code, task.tests, self._limits)
         self._attempts += 1

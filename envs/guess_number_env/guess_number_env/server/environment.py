@@ -12,7 +12,7 @@ import uuid
 
 from openenv_train.core.mcp import CallToolObservation
 from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import MCPEnvironment, tool
+from openenv_train.server import MCPEnvironment, NoEpisodeError, tool
 
 from ..game import GuessGame, render
 from ..models import GuessAction, GuessNumberObservation, GuessNumberState
@@ -69,7 +69,7 @@ class GuessNumberEnvironment(MCPEnvironment):
     def _apply(self, number: int) -> GuessNumberObservation:
         game = self._game
         if game is None:
-            raise RuntimeError("no game in progress: call reset() before guessing")
+            raise NoEpisodeError("no game in progress: call reset() before guessing")
         feedback = game.guess(number)
         return self._observe(feedback, reward=game.reward if game.done else 0.0)
 

@@ -11,7 +11,7 @@ import uuid
 
 from openenv_train.core.mcp import CallToolObservation
 from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import MCPEnvironment, tool
+from openenv_train.server import MCPEnvironment, NoEpisodeError, tool
 
 from ..game import WordleGame, render
 from ..models import WordleAction, WordleObservation, WordleState
@@ -69,7 +69,7 @@ class WordleEnvironment(MCPEnvironment):
 
     def _require(self) -> WordleGame:
         if self._game is None:
-            raise RuntimeError("no game in progress: call reset() before guessing")
+            raise NoEpisodeError("no game in progress: call reset() before guessing")
         return self._game
 
     def _apply(self, word: str) -> WordleObservation:
