@@ -85,23 +85,3 @@ def import_target(target: str, key: str, example: str) -> Any:
             )
         obj = getattr(obj, part)
     return obj
-
-
-def check_import_module(target: str, key: str, example: str) -> None:
-    """The module of ``module:attribute`` exists (found, not imported: an env server app is
-    imported by the server process, not by the trainer)."""
-    module, _, attr = target.partition(":")
-    if not module or not attr:
-        raise ValueError(f"{key}: {target!r} is not 'module:attribute'; write e.g. {example}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        found = importlib.util.find_spec(module)
-    except ModuleNotFoundError as err:
-        found, module = None, err.name or module
-    if found is None:
-        raise ValueError(
-            f"{key}: no module named {module!r} (from {target!r}); check the spelling, "
-            "`pip install -e` the env package or run from the folder that holds it"
-        )

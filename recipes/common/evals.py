@@ -78,7 +78,7 @@ class RunEvals:
         console.print(f"eval before training: {time.perf_counter() - t0:.1f}s")
         self.metrics.write("eval_before", 0, before)
         console.print(self.table("before training (greedy)", {"model": before, **self.baselines}))
-        self.curve.append((0, self.validate()))
+        self._on_eval(0, self.validate())  # the curve's first point (also in metrics.jsonl)
 
     def restore(self, rows: list[dict[str, Any]]) -> None:
         """Pick up a resumed run: its eval before, curve, episode count and best checkpoint."""

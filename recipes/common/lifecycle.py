@@ -51,7 +51,7 @@ class RunFolder:
             self.created = not self.path.exists()
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "config.json").write_text(config_json)
-            for stale in ("best", "summary.json", "last"):  # from an earlier run of the name
+            for stale in ("trainer", "best", "summary.json"):  # from an earlier run of the name
                 p = self.path / stale
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
 

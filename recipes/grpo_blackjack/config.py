@@ -23,7 +23,7 @@ from pydantic import (
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
-from ..common.checks import check_import_module, check_reporters, normalize_report_to
+from ..common.checks import check_reporters, import_target, normalize_report_to
 
 
 class ConfigError(ValueError):
@@ -204,7 +204,7 @@ class RecipeConfig(_Strict):
         try:
             check_reporters(self.report_to)
             if not self.env.base_urls and self.env.runtime in ("local", "ray"):
-                check_import_module(self.env.app, "env.app", "blackjack_env.server.app:app")
+                import_target(self.env.app, "env.app", "blackjack_env.server.app:app")
         except ValueError as err:
             raise ConfigError(str(err)) from None
 

@@ -41,8 +41,8 @@ class TextEnvSection(base.EnvSection):
 class TextRolloutSection(base._Strict):
     """Engine knobs (``openenv_train.rollout.RolloutConfig``)."""
 
-    max_turns: int = Field(8, ge=1)
-    max_new_tokens: int = Field(4, ge=1)
+    max_turns: int = Field(10, ge=1)
+    max_new_tokens: int = Field(2, ge=1)  # countdown answers one word; raise it for longer ones
     max_concurrency: int = Field(512, ge=1)
     max_batch_size: int = Field(512, ge=1)
     system_prompt: str | None = None
@@ -88,7 +88,7 @@ class TextRecipeConfig(base.RecipeConfig):
                 f"model.vocabulary: the tiny model needs the env's words; set `vocabulary` on "
                 f"{type(spec).__name__} or list them here, or give model.path"
             )
-        if m.warmup_steps and not callable(getattr(spec, "random_episode", None)):
+        if m.warmup_steps and self.warmup_episodes(spec) is None:
             raise ConfigError(
                 f"model.warmup_steps: {type(spec).__name__} has no random_episode(rng) to warm "
                 "up on; add one (README: Train GRPO on your own env) or set model.warmup_steps: 0"
@@ -111,6 +111,16 @@ class TextRecipeConfig(base.RecipeConfig):
             return cls(**{**self.env.spec_kwargs, **overrides})
         except TypeError as err:
             raise ConfigError(f"env.spec_kwargs: {cls.__name__}(...) failed: {err}") from None
+
+    @staticmethod
+    def warmup_episodes(spec: Any) -> Any:
+        """The spec's ``random_episode(rng)``, or one beside the spec class in its module."""
+        import sys
+
+        found = getattr(spec, "random_episode", None)
+        if found is None:
+            found = getattr(sys.modules.get(type(spec).__module__), "random_episode", None)
+        return found if callable(found) else None
 
     def vocabulary(self) -> list[str]:
         return list(self.model.vocabulary or getattr(self.make_spec(), "vocabulary", ()))

@@ -24,7 +24,7 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     spec = cfg.make_spec()
 
     def load_model(log: Any, warmup: bool) -> tuple[Any, Any]:
-        sample = getattr(spec, "random_episode", None)
+        sample = cfg.warmup_episodes(spec)
         return common_model.load_model(cfg, cfg.vocabulary(), sample, log, warmup=warmup)
 
     return train(
