@@ -28,8 +28,11 @@ class RunEvals:
     def __init__(
         self, cfg: Any, model: Any, tokenizer: Any, metrics: Any, *, started: float | None = None
     ) -> None:
-        from openenv_train.trainers import PeriodicEvalCallback, RichProgressCallback
-        from openenv_train.trainers.callbacks import LogProgressCallback
+        from openenv_train.trainers import (
+            LogProgressCallback,
+            PeriodicEvalCallback,
+            RichProgressCallback,
+        )
 
         self.cfg, self.model, self.tokenizer, self.metrics = cfg, model, tokenizer, metrics
         self.curve: list[tuple[int, dict[str, float]]] = []
@@ -39,6 +42,7 @@ class RunEvals:
         self.episodes = self.batches = 0
         self.started = time.perf_counter() if started is None else started
         self.train_s = 0.0
+        self._train_t0 = time.perf_counter()
         self.run_dir = Path(cfg.run_dir)
         self.progress: Any = None
         if cfg.progress:
@@ -108,7 +112,7 @@ class RunEvals:
             from transformers.trainer_callback import PrinterCallback
 
             trainer.remove_callback(PrinterCallback)
-        self.train_s = time.perf_counter()
+        self._train_t0 = time.perf_counter()
 
     def on_batch(self, batch: Any) -> None:
         """Every rollout batch: count episodes, log the rollout metrics every logging_steps."""
@@ -157,7 +161,7 @@ class RunEvals:
 
     def after(self, trainer: Any, urls: Any = ()) -> None:
         """Final evals of the last weights and (loaded into the model) the best periodic ones."""
-        self.train_s = time.perf_counter() - self.train_s
+        self.train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step
         self.model = trainer.model
         self.set_model(self.model)
@@ -182,7 +186,7 @@ class RunEvals:
 
     def interrupted(self, trainer: Any) -> None:
         """Ctrl-C: no final evals; the best weights so far go to ``model/`` (else the last)."""
-        self.train_s = time.perf_counter() - self.train_s
+        self.train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step if trainer is not None else 0
         if trainer is not None:
             self.set_model(trainer.model)
@@ -194,7 +198,9 @@ class RunEvals:
     def summary_extra(self) -> dict[str, Any]:
         return {}
 
-    def finish(self, model_dir: Path, *, interrupted: bool = False) -> dict[str, Any]:
+    def finish(
+        self, model_dir: Path, *, interrupted: bool = False, checkpoint: str | None = None
+    ) -> dict[str, Any]:
         """Write curve.png and summary.json; returns the summary."""
         from openenv_train.trainers import plot_learning_curve
 
@@ -221,6 +227,7 @@ class RunEvals:
             "model_dir": str(model_dir),
             "curve_png": str(png),
             "metrics_jsonl": str(self.metrics.path),
+            "checkpoint": checkpoint,  # the trainer state --resume continues from
             **self.summary_extra(),
         }
         (out / "summary.json").write_text(json.dumps(summary, indent=2))

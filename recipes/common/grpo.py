@@ -4,6 +4,7 @@ the training run itself inside its run folder's lifecycle (``lifecycle.py``)."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,8 +129,7 @@ def train(
     metrics. Ctrl-C / SIGTERM: see ``lifecycle``; re-raised as ``KeyboardInterrupt`` once saved.
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from openenv_train.trainers import JsonlMetricsCallback
-    from openenv_train.trainers.callbacks import quiet_third_party
+    from openenv_train.trainers import JsonlMetricsCallback, quiet_third_party
 
     from .lifecycle import GracefulStop, RunFolder, signals_ignored
 
@@ -174,10 +174,10 @@ def train(
             run.started = True
             try:
                 trainer.train(resume_from_checkpoint=run.last_checkpoint() if resume else None)
-            except KeyboardInterrupt:  # a second Ctrl-C: stop now, keep what is there
+                if not stop.requested:
+                    evals.after(trainer, urls)
+            except KeyboardInterrupt:  # a second Ctrl-C, or one in the final evals: keep the work
                 stop.requested = True
-            if not stop.requested:
-                evals.after(trainer, urls)
         except BaseException:
             run.discard()  # a start that failed leaves no run folder (kept once training began)
             raise
@@ -193,7 +193,9 @@ def train(
             evals.interrupted(trainer)
         trainer.save_model(str(model_dir))
         tokenizer.save_pretrained(str(model_dir))
-        summary = evals.finish(model_dir, interrupted=stop.requested)
+        summary = evals.finish(
+            model_dir, interrupted=stop.requested, checkpoint=run.last_checkpoint()
+        )
     if stop.requested:
         console.print(
             f"saved the work so far in {run.path}; continue with "
@@ -219,3 +221,16 @@ def _rollout_func(cfg: Any, spec: Any, servers: Any, urls: list[str], on_batch: 
             on_batch=on_batch,
         )
     return make_rollout_func(spec, urls, config=rollout_config(cfg), on_batch=on_batch)
+
+
+def main(argv: list[str] | None, module: str, load_config: Any, run: Any) -> int:
+    """``python -m recipes.<name>.train CONFIG``: 2 on a wrong call, 130 after Ctrl-C."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        console.print(f"usage: python -m {module} CONFIG.yaml")
+        return 2
+    try:
+        run(load_config(args[0]))
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -15,12 +15,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from ..common import model as common_model
 from .config import RecipeConfig, load_config
-
-console = Console()
 
 
 def run(cfg: RecipeConfig) -> dict[str, Any]:
@@ -71,15 +67,9 @@ def warm_up(model: Any, tokenizer: Any, m: Any, seed: int, log: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        console.print("usage: python -m recipes.grpo_blackjack.train CONFIG.yaml")
-        return 2
-    try:
-        run(load_config(args[0]))
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    from ..common.grpo import main as recipe_main
+
+    return recipe_main(argv, "recipes.grpo_blackjack.train", load_config, run)
 
 
 if __name__ == "__main__":

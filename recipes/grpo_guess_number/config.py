@@ -6,8 +6,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from ..common.checks import check_reporters, import_target, normalize_report_to
 from ..grpo_blackjack.config import ConfigError, TinyModel
 
 
@@ -102,6 +110,11 @@ class RecipeConfig(_Strict):
     grpo: GRPOSection = Field(default_factory=GRPOSection)
     eval: EvalSection = Field(default_factory=EvalSection)
 
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _report_to(cls, value: Any) -> list[str]:
+        return normalize_report_to(value)
+
     @property
     def run_dir(self) -> Path:
         return Path(self.output_dir) / self.name
@@ -128,6 +141,12 @@ def parse_config(data: Any) -> RecipeConfig:
             "model.warmup_guesses: 'in_range' reads the range from the env's text; set game.show_range: true "
             "or use 'uniform'"
         )
+    try:  # what would otherwise fail after the warm-up
+        check_reporters(cfg.report_to)
+        if not cfg.env.base_urls:
+            import_target(cfg.env.app, "env.app", "guess_number_env.server.app:app")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if cfg.model.path and not (Path(cfg.model.path) / "config.json").is_file():
         raise ConfigError(
             f"model.path: {cfg.model.path!r} is not a saved model folder (no config.json)"

@@ -147,13 +147,16 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     from openenv_train.runtime import start_local_servers
     from openenv_train.trainers import (
         JsonlMetricsCallback,
+        LogProgressCallback,
         PeriodicEvalCallback,
         RichProgressCallback,
         plot_learning_curve,
+        quiet_third_party,
     )
 
     from .evaluate import baselines, evaluate_model
 
+    quiet_third_party()
     if cfg.grpo.torch_threads:
         torch.set_num_threads(cfg.grpo.torch_threads)
     torch.manual_seed(cfg.seed)
@@ -200,7 +203,12 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     curve: list[tuple[int, dict[str, float]]] = []
     step_times: list[float] = []
     progress = (
-        RichProgressCallback(f"GRPO {cfg.name}", fields=("reward",)) if cfg.progress else None
+        LogProgressCallback.or_rich(
+            RichProgressCallback(f"GRPO {cfg.name}", fields=("reward",)),
+            every=cfg.grpo.logging_steps,
+        )
+        if cfg.progress
+        else None
     )
 
     best: dict[str, Any] = {}
@@ -288,6 +296,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     console.print(
         f"done in {summary['wall_seconds']}s ({steps} steps, {summary['seconds_per_step']} s/step); curve -> {png}"
     )
+    console.print(f"next: openenv-train eval {model_dir}")
     return summary
 
 

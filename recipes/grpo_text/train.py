@@ -38,15 +38,9 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m recipes.grpo_text.train CONFIG.yaml")
-        return 2
-    try:
-        run(load_config(args[0]))
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    from ..common.grpo import main as recipe_main
+
+    return recipe_main(argv, "recipes.grpo_text.train", load_config, run)
 
 
 if __name__ == "__main__":
