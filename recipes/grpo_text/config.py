@@ -49,7 +49,7 @@ class TextRolloutSection(base._Strict):
 
 
 class TextGRPOSection(GRPOSection):
-    max_steps: int = Field(150, ge=1)
+    max_steps: int = Field(60, ge=1)
     num_generations: int = 8
     per_device_train_batch_size: int = 128
     learning_rate: float = Field(3e-4, gt=0)
@@ -61,7 +61,7 @@ class TextEvalSection(base._Strict):
     ``periodic_episodes`` every ``every`` steps (the curve; validation games seeded apart)."""
 
     episodes: int = Field(256, ge=1)
-    every: int = Field(25, ge=1)
+    every: int = Field(20, ge=1)
     periodic_episodes: int = Field(128, ge=1)
     seed: int = 2_000_000_000
     keep_best: bool = True
