@@ -154,6 +154,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         quiet_third_party,
     )
 
+    from ..common.lifecycle import GracefulStop
     from .evaluate import baselines, evaluate_model
 
     quiet_third_party()
@@ -231,6 +232,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         lambda _m: greedy(ev.periodic_games, val_seed), ev.every, on_eval
     )
     on_eval(0, greedy(ev.periodic_games, val_seed))
+    stop = GracefulStop()  # Ctrl-C: finish the step, then the final evals and saves as usual
     try:
         trainer = GRPOTrainer(
             model=model,
@@ -238,7 +240,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             args=_grpo_args(cfg),
             train_dataset=dataset,
             environment_factory=environment_class(urls),
-            callbacks=[metrics, periodic] + ([progress] if progress else []),
+            callbacks=[stop, metrics, periodic] + ([progress] if progress else []),
         )
         periodic.bind(trainer)
         if progress is not None:
@@ -246,7 +248,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
             trainer.remove_callback(PrinterCallback)
         t0 = time.perf_counter()
-        trainer.train()
+        with stop.installed():
+            trainer.train()
         train_s = time.perf_counter() - t0
         step_times = [train_s / max(1, trainer.state.global_step)]
         model = trainer.model
@@ -277,6 +280,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     )
     summary = {
         "name": cfg.name,
+        "interrupted": stop.requested,
         "before": before,
         "after": after,
         "after_last": last,
@@ -297,6 +301,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         f"done in {summary['wall_seconds']}s ({steps} steps, {summary['seconds_per_step']} s/step); curve -> {png}"
     )
     console.print(f"next: openenv-train eval {model_dir}")
+    if stop.requested:
+        raise KeyboardInterrupt
     return summary
 
 
