@@ -7,7 +7,9 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
 
 #: ``report_to`` backends transformers knows, with the package each one imports and the command
 #: that installs it.
@@ -38,6 +40,10 @@ def normalize_report_to(value: Any) -> list[str]:
             f"report_to: {value!r} is not a list of backend names; write e.g. [tensorboard]"
         )
     return [v for v in value if v.lower() != "none"]
+
+
+#: The type of a config's ``report_to`` key: a list of backend names, a single name accepted.
+ReportTo = Annotated[list[str], BeforeValidator(lambda v: normalize_report_to(v))]
 
 
 def check_reporters(names: list[str]) -> None:

@@ -12,18 +12,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
-from ..common.checks import check_reporters, import_target, normalize_report_to
+from ..common.checks import ReportTo, check_reporters, import_target
 
 
 class ConfigError(ValueError):
@@ -179,7 +172,7 @@ class RecipeConfig(_Strict):
     name: str = Field("grpo_blackjack", pattern=r"^[A-Za-z0-9_.-]+$")
     output_dir: str = "runs"
     seed: int = 0
-    report_to: list[str] = Field(default_factory=list)
+    report_to: ReportTo = Field(default_factory=list)
     format_reward_weight: float = 0.0
     progress: bool = True
     #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
@@ -189,11 +182,6 @@ class RecipeConfig(_Strict):
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     grpo: GRPOSection = Field(default_factory=GRPOSection)
     eval: EvalSection = Field(default_factory=EvalSection)
-
-    @field_validator("report_to", mode="before")
-    @classmethod
-    def _report_to(cls, value: Any) -> list[str]:
-        return normalize_report_to(value)
 
     @property
     def run_dir(self) -> Path:

@@ -6,16 +6,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..common.checks import check_reporters, import_target, normalize_report_to
+from ..common.checks import ReportTo, check_reporters, import_target
 from ..grpo_blackjack.config import ConfigError, TinyModel
 
 
@@ -102,18 +95,13 @@ class RecipeConfig(_Strict):
     name: str = Field("grpo_guess_number", pattern=r"^[A-Za-z0-9_.-]+$")
     output_dir: str = "runs"
     seed: int = 0
-    report_to: list[str] = Field(default_factory=list)
+    report_to: ReportTo = Field(default_factory=list)
     progress: bool = True
     game: GameSection = Field(default_factory=GameSection)
     model: ModelSection = Field(default_factory=ModelSection)
     env: EnvSection = Field(default_factory=EnvSection)
     grpo: GRPOSection = Field(default_factory=GRPOSection)
     eval: EvalSection = Field(default_factory=EvalSection)
-
-    @field_validator("report_to", mode="before")
-    @classmethod
-    def _report_to(cls, value: Any) -> list[str]:
-        return normalize_report_to(value)
 
     @property
     def run_dir(self) -> Path:
