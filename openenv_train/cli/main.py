@@ -1,6 +1,7 @@
 """The ``openenv-train`` command.
 
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
+    openenv-train train CONFIG.yaml --resume   continue its run from the last checkpoint
     openenv-train init NAME [--dir D]          scaffold an env package (env_cli)
     openenv-train serve PATH_OR_APP [--runtime local|docker|podman] [--port]
     openenv-train build PATH [--tag --base-image]    build an env image
@@ -63,8 +64,26 @@ def cmd_train(args: argparse.Namespace) -> int:
             )
     if args.name is not None:
         cfg.name = args.name
+    if args.resume is not None:
+        _resume(cfg, recipe.name, args.resume)
     recipe.run(cfg)
     return 0
+
+
+def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
+    """``--resume``: continue the config's run folder (or RUN_DIR) from its last checkpoint."""
+    if not hasattr(cfg, "resume"):
+        raise CLIError(f"--resume: recipe {recipe!r} cannot resume a run")
+    if isinstance(run_dir, str):
+        folder = Path(run_dir)
+        cfg.output_dir, cfg.name = str(folder.parent), folder.name  # type: ignore[attr-defined]
+    folder = Path(cfg.output_dir) / cfg.name  # type: ignore[attr-defined]
+    if not any((folder / "trainer").glob("checkpoint-*")):
+        raise CLIError(
+            f"--resume: {folder} has no checkpoint to continue from ({folder}/trainer/checkpoint-N "
+            "is written at every periodic eval); train without --resume to start the run"
+        )
+    cfg.resume = True  # type: ignore[attr-defined]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -128,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="YAML recipe config")
     p.add_argument("--max-steps", type=int, default=None, help="override grpo.max_steps (or steps)")
     p.add_argument("--name", default=None, help="override the run name (output under runs/<name>)")
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="RUN_DIR",
+        help="continue runs/<name> (or RUN_DIR) from its last checkpoint, appending to its metrics",
+    )
     p.set_defaults(func=cmd_train)
 
     from .env_cli import register as register_env_commands

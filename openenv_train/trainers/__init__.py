@@ -7,9 +7,11 @@ Importing this package needs the ``train`` extra (torch, transformers, trl).
 
 from .callbacks import (
     JsonlMetricsCallback,
+    LogProgressCallback,
     PeriodicEvalCallback,
     RichProgressCallback,
     plot_learning_curve,
+    quiet_third_party,
 )
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
@@ -18,6 +20,7 @@ from .warmup import format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
     "JsonlMetricsCallback",
+    "LogProgressCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
     "env_reward",
@@ -32,5 +35,6 @@ __all__ = [
     "plot_learning_curve",
     "policy_for_trainer",
     "quick_format_warmup",
+    "quiet_third_party",
     "trace_warmup",
 ]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,12 +27,14 @@ def _clean(value: Any) -> Any:
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Appends one JSON object per trainer log (and per :meth:`write` call) to ``path``."""
+    """Appends one JSON object per trainer log (and per :meth:`write` call) to ``path``
+    (emptied first unless ``append``, as a resumed run does)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, append: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("")
+        if not append or not self.path.exists():
+            self.path.write_text("")
         self._t0 = time.monotonic()
 
     def write(self, kind: str, step: int, data: dict[str, Any]) -> None:
@@ -153,6 +158,91 @@ class RichProgressCallback(TrainerCallback):
             self.progress.update(self.task, completed=state.global_step)
             self.progress.stop()
             self.progress = None
+
+
+class LogProgressCallback(TrainerCallback):
+    """Plain progress lines for logs (``> log``, nohup, CI), where a progress bar prints nothing:
+    every ``every`` steps ``step 40/800 | episodes 20,480 | reward -0.210 | entropy 0.310 |
+    last eval: win 0.384 ret -0.180 | 00:41 elapsed``. Same ``set_status`` interface as the rich bar."""
+
+    def __init__(self, every: int = 10, fields: Sequence[str] = ("reward", "entropy")) -> None:
+        self.every = max(1, int(every))
+        self.fields = tuple(fields)
+        self.status: dict[str, Any] = {}
+        self.logged: dict[str, float] = {}
+        self._t0 = time.monotonic()
+        self._printed = -1
+
+    @staticmethod
+    def or_rich(rich_bar: TrainerCallback, every: int, stream: Any = None) -> TrainerCallback:
+        """``rich_bar`` on a terminal, else a :class:`LogProgressCallback` every ``every`` steps."""
+        stream = sys.stdout if stream is None else stream
+        isatty = getattr(stream, "isatty", None)
+        return rich_bar if isatty is not None and isatty() else LogProgressCallback(every)
+
+    def set_status(self, **values: Any) -> None:
+        self.status.update(values)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self._t0 = time.monotonic()
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        fresh = {
+            k: float(logs[k]) for k in self.fields if isinstance((logs or {}).get(k), (int, float))
+        }
+        self.logged.update(fresh)
+        if fresh and state.global_step % self.every == 0:
+            self._print(state)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self._print(state)
+
+    def _print(self, state: Any) -> None:
+        if state.global_step != self._printed:
+            self._printed = state.global_step
+            print(self.line(state.global_step, state.max_steps), flush=True)
+
+    def line(self, step: int, max_steps: int) -> str:
+        parts = [f"step {step}/{max_steps}"]
+        if "episodes" in self.status:
+            parts.append(f"episodes {int(self.status['episodes']):,}")
+        parts += [f"{k} {v:.3f}" for k, v in self.logged.items()]
+        evals = {k: v for k, v in self.status.items() if k != "episodes"}
+        if evals:
+            shown = " ".join(
+                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in evals.items()
+            )
+            parts.append(f"last eval: {shown}")
+        secs = int(time.monotonic() - self._t0)
+        parts.append(f"{secs // 60:02d}:{secs % 60:02d} elapsed")
+        return " | ".join(parts)
+
+
+#: Third-party warnings a recipe run would otherwise print on every start: known, harmless, and
+#: not the user's to fix (TRL's experimental-API notice, deprecations inside dependencies).
+QUIET_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
+    (r".*is experimental.*", UserWarning),
+    (r".*deprecated.*", DeprecationWarning),
+    (r".*deprecated.*", FutureWarning),
+    (r".*torch_dtype.*", UserWarning),
+)
+
+
+def quiet_third_party() -> None:
+    """Silence the known deprecation / experimental notices of TRL, transformers and torch."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    for message, category in QUIET_WARNINGS:
+        for module in ("trl", "transformers", "torch", "accelerate", "datasets"):
+            warnings.filterwarnings("ignore", message=message, category=category, module=module)
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()  # "Writing model shards" bars at every checkpoint
+    except ImportError:  # pragma: no cover - transformers is a dependency of this module
+        pass
 
 
 def plot_learning_curve(

@@ -9,12 +9,14 @@ shipped CPU config (``configs/grpo_blackjack_cpu.yaml``; a test keeps the two eq
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openenv_train.runtime.ray_cluster import RaySettings
+
+from ..common.checks import ReportTo, check_reporters, import_target
 
 
 class ConfigError(ValueError):
@@ -218,6 +220,8 @@ class EvalSection(_Strict):
 class RecipeConfig(_Strict):
     """The whole recipe: ``openenv-train train CONFIG`` loads this from YAML."""
 
+    example: ClassVar[str] = "configs/grpo_blackjack_cpu.yaml"
+
     #: the recipe that runs this config
     recipe: Literal["grpo_blackjack"] = "grpo_blackjack"
     #: run name: everything lands in output_dir/name (--name overrides)
@@ -227,11 +231,13 @@ class RecipeConfig(_Strict):
     #: seed of torch, the deals and the trainer
     seed: int = 0
     #: TRL report_to backends, e.g. [tensorboard] or [wandb] (metrics.jsonl and curve.png are always written)
-    report_to: list[str] = Field(default_factory=list)
+    report_to: ReportTo = Field(default_factory=list)
     #: weight of a format reward (-1 for an answer that is not an action) beside the env's reward; 0: none
     format_reward_weight: float = 0.0
     #: a rich progress bar instead of TRL's printed log dicts
     progress: bool = True
+    #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
+    resume: bool = False
     #: the policy model
     model: ModelSection = Field(default_factory=ModelSection)
     #: the env servers
@@ -247,6 +253,15 @@ class RecipeConfig(_Strict):
     def run_dir(self) -> Path:
         return Path(self.output_dir) / self.name
 
+    def check_start(self) -> None:
+        """What would otherwise fail after the warm-up: reporters and their packages, the env app."""
+        try:
+            check_reporters(self.report_to)
+            if not self.env.base_urls and self.env.runtime in ("local", "ray"):
+                import_target(self.env.app, "env.app", "blackjack_env.server.app:app")
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
     def check_paths(self, base: Path | None = None) -> None:
         """Fail now (not after warm-up) on a model folder that is not there."""
         path = self.model.path
@@ -260,41 +275,42 @@ class RecipeConfig(_Strict):
             self.model.path = str(p)
 
 
-def _format(err: ValidationError) -> str:
+def _format(err: ValidationError, example: str = "configs/grpo_blackjack_cpu.yaml") -> str:
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
         if e["type"] == "extra_forbidden":
-            lines.append(
-                f"{key}: unknown key; remove it or check its spelling (see configs/grpo_blackjack_cpu.yaml)"
-            )
+            lines.append(f"{key}: unknown key; remove it or check its spelling (see {example})")
         else:
             msg = e["msg"].removeprefix("Value error, ")
             lines.append(msg if msg.startswith(key.split(".")[0]) else f"{key}: {msg}")
     return "invalid recipe config:\n  " + "\n  ".join(lines)
 
 
-def parse_config(data: dict[str, Any], base: Path | None = None) -> RecipeConfig:
-    """A checked :class:`RecipeConfig` from a dict; raises :class:`ConfigError` naming the key."""
+def parse_config(
+    data: dict[str, Any], base: Path | None = None, schema: type[RecipeConfig] = RecipeConfig
+) -> RecipeConfig:
+    """A checked ``schema`` config from a dict; raises :class:`ConfigError` naming the key."""
     if not isinstance(data, dict):
         raise ConfigError(f"a recipe config must be a YAML mapping, got {type(data).__name__}")
     try:
-        cfg = RecipeConfig.model_validate(data)
+        cfg = schema.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format(err)) from None
+        raise ConfigError(_format(err, schema.example)) from None
     cfg.check_paths(base)
+    cfg.check_start()
     return cfg
 
 
-def load_config(path: str | Path) -> RecipeConfig:
+def load_config(path: str | Path, schema: type[RecipeConfig] = RecipeConfig) -> RecipeConfig:
     """Load and check a YAML config; a relative model.path resolves against the working directory."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(
-            f"config file {str(path)!r} does not exist; pass a YAML file like configs/grpo_blackjack_cpu.yaml"
+            f"config file {str(path)!r} does not exist; pass a YAML file like {schema.example}"
         )
     try:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as err:
         raise ConfigError(f"{p}: not valid YAML: {err}") from None
-    return parse_config(data or {}, base=Path.cwd())
+    return parse_config(data or {}, base=Path.cwd(), schema=schema)

@@ -12,9 +12,7 @@ training run (evals before, during and after, the best weights, the summary);
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,8 @@ from openenv_train.rollout.batcher import GenerationBatcher
 from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec
 
+from ..common.evals import RunEvals
+
 EVAL_BATCH = 4096
 #: Periodic (validation) evals deal from seed + this, apart from the final eval's hands.
 VALIDATION_OFFSET = 10_000_000
@@ -41,7 +41,7 @@ def summarize(rewards: Sequence[float], invalid: int = 0) -> dict[str, float]:
     return {
         "win": sum(r > 0 for r in rewards) / n,
         "push": sum(r == 0 for r in rewards) / n,
-        "loss": sum(r < 0 for r in rewards) / n,
+        "lose_rate": sum(r < 0 for r in rewards) / n,
         "mean_return": sum(rewards) / n,
         "invalid": invalid / n,
         "hands": len(rewards),
@@ -163,16 +163,16 @@ def evaluate_via_servers(
 
 
 def results_table(title: str, rows: dict[str, dict[str, float]]) -> Table:
-    """Win / push / loss / mean return / invalid of each named result, as a rich table."""
+    """Win / push / lose rate / mean return / invalid of each named result, as a rich table."""
     table = Table(title=title)
-    for col in ("policy", "win", "push", "loss", "mean return", "invalid"):
+    for col in ("policy", "win", "push", "lose rate", "mean return", "invalid"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, r in rows.items():
         table.add_row(
             name,
             f"{r['win']:.1%}",
             f"{r['push']:.1%}",
-            f"{r['loss']:.1%}",
+            f"{r['lose_rate']:.1%}",
             f"{r['mean_return']:+.3f}",
             f"{r.get('invalid', 0.0):.1%}",
         )
@@ -201,163 +201,77 @@ def evaluate_saved_model(
     return rows
 
 
-class TrainingEval:
-    """The evaluation bookkeeping of one training run.
+class TrainingEval(RunEvals):
+    """The evaluation bookkeeping of one BlackJack training run (``recipes.common.evals``).
 
     Greedy evals on ``eval.hands`` fresh hands before and after training beside the baselines;
     periodic greedy evals on validation hands (the learning curve; seeded apart from the final
-    hands, so watching them selects nothing); the best periodic weights (``eval.keep_best``);
-    rollout metrics and the progress bar; ``summary.json`` and ``curve.png``.
+    hands, so watching them selects nothing); the best periodic weights (``eval.keep_best``).
     """
+
+    score_key = "mean_return"
+    panels = (("win", "greedy win rate"), ("mean_return", "mean return"))
 
     def __init__(
         self, cfg: Any, model: Any, tokenizer: Any, metrics: Any, *, started: float | None = None
     ) -> None:
         from openenv_train.policy.transformers_policy import TransformersPolicy
-        from openenv_train.trainers import PeriodicEvalCallback, RichProgressCallback
 
-        self.cfg, self.model, self.tokenizer, self.metrics = cfg, model, tokenizer, metrics
+        super().__init__(cfg, model, tokenizer, metrics, started=started)
         device = str(next(model.parameters()).device)
         self.policy = TransformersPolicy(model, tokenizer, device=device)
         ev = cfg.eval
         self.val_seed = ev.seed + VALIDATION_OFFSET
         self.baselines = baselines(ev.hands, ev.seed)
         self.val_baselines = baselines(ev.periodic_hands, self.val_seed)
-        self.curve: list[tuple[int, dict[str, float]]] = []
-        self.best: dict[str, Any] = {}
-        self.rows: dict[str, dict[str, float]] = {}
-        self.episodes = self.batches = 0
-        self.started = time.perf_counter() if started is None else started  # for wall_s
-        self.train_s = 0.0
-        self.progress = (
-            RichProgressCallback(f"GRPO {cfg.name}", fields=("reward", "entropy"))
-            if cfg.progress
-            else None
-        )
-        self.periodic = PeriodicEvalCallback(
-            lambda _model: self.greedy(ev.periodic_hands, self.val_seed), ev.every, self._on_eval
-        )
+        self.curve_baselines = {
+            k: self.val_baselines[k] for k in ("always stand", "basic strategy")
+        }
 
-    def greedy(self, hands: int, seed: int | None = None) -> dict[str, float]:
+    def greedy(self, n: int | None = None, seed: int | None = None) -> dict[str, float]:
         r = self.cfg.rollout
         return evaluate_policy(
             self.policy,
-            hands,
+            self.cfg.eval.hands if n is None else n,
             self.cfg.eval.seed if seed is None else seed,
             max_turns=r.max_turns,
             max_new_tokens=r.max_new_tokens,
             system_prompt=r.system_prompt,
         )
 
-    def before(self) -> None:
-        """The untrained model on the final hands (printed) and on the validation hands."""
+    def validate(self) -> dict[str, float]:
+        return self.greedy(self.cfg.eval.periodic_hands, self.val_seed)
+
+    def table(self, title: str, rows: dict[str, dict[str, float]]) -> Table:
+        return results_table(f"{title}, {self.cfg.eval.hands} fresh hands", rows)
+
+    def line(self, step: int, m: dict[str, float]) -> str:
+        return f"step {step}: greedy win {m['win']:.1%}, mean return {m['mean_return']:+.3f}"
+
+    def status(self, m: dict[str, float]) -> dict[str, float]:
+        return {"win": m["win"], "ret": m["mean_return"]}
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+        self.policy.set_model(model)
+
+    def after(self, trainer: Any, servers: Any = ()) -> None:
+        super().after(trainer, servers)
         ev = self.cfg.eval
-        t0 = time.perf_counter()
-        self.rows["model before"] = before = self.greedy(ev.hands)
-        console.print(f"eval before training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
-        self.metrics.write("eval_before", 0, before)
-        title = f"before training ({ev.hands} fresh hands, greedy)"
-        console.print(results_table(title, {"model": before, **self.baselines}))
-        self.curve.append((0, self.greedy(ev.periodic_hands, self.val_seed)))
-
-    def callbacks(self) -> list[Any]:
-        return [self.metrics, self.periodic] + ([self.progress] if self.progress else [])
-
-    def bind(self, trainer: Any) -> None:
-        """Attach to the trainer just built (periodic evals sample its live model)."""
-        self.periodic.bind(trainer)
-        if self.progress is not None:  # the rich bar replaces the printed log dicts
-            from transformers.trainer_callback import PrinterCallback
-
-            trainer.remove_callback(PrinterCallback)
-        self.train_s = time.perf_counter()
-
-    def on_batch(self, batch: Any) -> None:
-        """Every rollout batch: count episodes, log the rollout metrics every logging_steps."""
-        self.episodes += len(batch.rows)
-        self.batches += 1
-        if self.batches % self.cfg.grpo.logging_steps == 0:
-            numeric = {k: v for k, v in batch.metrics.items() if isinstance(v, (int, float))}
-            self.metrics.write("rollout", self.batches, {**numeric, "episodes": self.episodes})
-        if self.progress is not None:
-            self.progress.set_status(episodes=self.episodes)
-
-    def _on_eval(self, step: int, m: dict[str, float]) -> None:
-        m["episodes"] = self.episodes
-        m["wall_s"] = round(time.perf_counter() - self.started, 1)
-        self.curve.append((step, m))
-        better = m["mean_return"] > self.best.get("score", float("-inf"))
-        if self.cfg.eval.keep_best and step > 0 and better:
-            state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-            self.best.update(step=step, score=m["mean_return"], state=state)
-        self.metrics.write("eval", step, m)
-        if self.progress is not None:
-            self.progress.set_status(win=m["win"], ret=m["mean_return"])
-        else:
-            console.print(
-                f"step {step}: greedy win {m['win']:.1%}, mean return {m['mean_return']:+.3f}"
-            )
-
-    def after(self, trainer: Any, servers: Sequence[str]) -> None:
-        """Final evals of the last weights and (loaded into the model) the best periodic ones."""
-        self.train_s = time.perf_counter() - self.train_s
-        ev, step = self.cfg.eval, trainer.state.global_step
-        self.model = trainer.model
-        self.policy.set_model(self.model)
-        t0 = time.perf_counter()
-        self.rows[f"model after (last, step {step})"] = last = self.greedy(ev.hands)
-        console.print(f"eval after training: {ev.hands} hands in {time.perf_counter() - t0:.1f}s")
-        self.metrics.write("eval_after", step, {**last, "which": "last"})
-        self.last, self.after_, self.saved_step = last, last, step
-        if self.best and self.best["step"] != step:
-            self.model.load_state_dict(self.best["state"])
-            self.after_ = self.greedy(ev.hands)
-            self.saved_step = self.best["step"]
-            self.rows[f"model after (best periodic eval, step {self.saved_step}, saved)"] = (
-                self.after_
-            )
-            self.metrics.write("eval_after", self.saved_step, {**self.after_, "which": "best"})
-        if ev.final_via_servers:
-            self.rows["model after (via servers)"] = evaluate_via_servers(
+        if ev.final_via_servers and servers:
+            self.rows["model after (via servers)"] = row = evaluate_via_servers(
                 self.policy, servers, ev.hands, ev.seed
             )
-        title = f"after {step} GRPO steps ({ev.hands} fresh hands, greedy)"
-        console.print(results_table(title, {**self.rows, **self.baselines}))
+            console.print(results_table("after training, via the servers", {"model": row}))
 
-    def finish(self, out: Path, model_dir: Path) -> dict[str, Any]:
-        """Write curve.png and summary.json; returns the summary."""
-        from openenv_train.trainers import plot_learning_curve
-
-        cfg = self.cfg
-        png = plot_learning_curve(
-            self.curve,
-            out / "curve.png",
-            baselines={k: self.val_baselines[k] for k in ("always stand", "basic strategy")},
-            title=f"GRPO BlackJack ({cfg.name}): greedy play on "
-            f"{cfg.eval.periodic_hands:,} validation hands",
-        )
-        summary = {
-            "name": cfg.name,
-            "before": self.rows["model before"],
-            "after": self.after_,
-            "after_last": self.last,
-            "saved_step": self.saved_step,
-            "baselines": self.baselines,
-            "curve": [{"step": s, **m} for s, m in self.curve],  # on the validation hands
-            "validation_baselines": self.val_baselines,
-            "episodes": self.episodes,
-            "train_seconds": round(self.train_s, 1),
-            "wall_seconds": round(time.perf_counter() - self.started, 1),
-            "model_dir": str(model_dir),
-            "curve_png": str(png),
-            "metrics_jsonl": str(self.metrics.path),
-        }
+    def summary_extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"validation_baselines": self.val_baselines}
         if "model after (via servers)" in self.rows:
-            summary["after_via_servers"] = self.rows["model after (via servers)"]
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-        console.print(
-            f"done in {summary['wall_seconds']}s (training {summary['train_seconds']}s, "
-            f"{self.episodes:,} episodes); model -> {model_dir}, curve -> {png}, "
-            f"metrics -> {self.metrics.path}"
+            extra["after_via_servers"] = self.rows["model after (via servers)"]
+        return extra
+
+    def title(self) -> str:
+        return (
+            f"GRPO BlackJack ({self.cfg.name}): greedy play on "
+            f"{self.cfg.eval.periodic_hands:,} validation hands"
         )
-        return summary

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..common.checks import ReportTo, check_reporters, import_target
 from ..grpo_blackjack.config import ConfigError, TinyModel
 
 
@@ -129,7 +130,7 @@ class RecipeConfig(_Strict):
     #: seed of torch, the games and the trainer
     seed: int = 0
     #: TRL report_to backends, e.g. [tensorboard] (metrics.jsonl and curve.png are always written)
-    report_to: list[str] = Field(default_factory=list)
+    report_to: ReportTo = Field(default_factory=list)
     #: a rich progress bar instead of TRL's printed log dicts
     progress: bool = True
     game: GameSection = Field(default_factory=GameSection)
@@ -164,6 +165,12 @@ def parse_config(data: Any) -> RecipeConfig:
             "model.warmup_guesses: 'in_range' reads the range from the env's text; set game.show_range: true "
             "or use 'uniform'"
         )
+    try:  # what would otherwise fail after the warm-up
+        check_reporters(cfg.report_to)
+        if not cfg.env.base_urls:
+            import_target(cfg.env.app, "env.app", "guess_number_env.server.app:app")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     if cfg.model.path and not (Path(cfg.model.path) / "config.json").is_file():
         raise ConfigError(
             f"model.path: {cfg.model.path!r} is not a saved model folder (no config.json)"

@@ -147,13 +147,17 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     from openenv_train.runtime import start_local_servers
     from openenv_train.trainers import (
         JsonlMetricsCallback,
+        LogProgressCallback,
         PeriodicEvalCallback,
         RichProgressCallback,
         plot_learning_curve,
+        quiet_third_party,
     )
 
+    from ..common.lifecycle import GracefulStop
     from .evaluate import baselines, evaluate_model
 
+    quiet_third_party()
     if cfg.grpo.torch_threads:
         torch.set_num_threads(cfg.grpo.torch_threads)
     torch.manual_seed(cfg.seed)
@@ -200,7 +204,12 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     curve: list[tuple[int, dict[str, float]]] = []
     step_times: list[float] = []
     progress = (
-        RichProgressCallback(f"GRPO {cfg.name}", fields=("reward",)) if cfg.progress else None
+        LogProgressCallback.or_rich(
+            RichProgressCallback(f"GRPO {cfg.name}", fields=("reward",)),
+            every=cfg.grpo.logging_steps,
+        )
+        if cfg.progress
+        else None
     )
 
     best: dict[str, Any] = {}
@@ -223,6 +232,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         lambda _m: greedy(ev.periodic_games, val_seed), ev.every, on_eval
     )
     on_eval(0, greedy(ev.periodic_games, val_seed))
+    stop = GracefulStop()  # Ctrl-C: finish the step, then the final evals and saves as usual
     try:
         trainer = GRPOTrainer(
             model=model,
@@ -230,7 +240,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             args=_grpo_args(cfg),
             train_dataset=dataset,
             environment_factory=environment_class(urls),
-            callbacks=[metrics, periodic] + ([progress] if progress else []),
+            callbacks=[stop, metrics, periodic] + ([progress] if progress else []),
         )
         periodic.bind(trainer)
         if progress is not None:
@@ -238,7 +248,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
             trainer.remove_callback(PrinterCallback)
         t0 = time.perf_counter()
-        trainer.train()
+        with stop.installed():
+            trainer.train()
         train_s = time.perf_counter() - t0
         step_times = [train_s / max(1, trainer.state.global_step)]
         model = trainer.model
@@ -269,6 +280,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     )
     summary = {
         "name": cfg.name,
+        "interrupted": stop.requested,
         "before": before,
         "after": after,
         "after_last": last,
@@ -288,6 +300,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     console.print(
         f"done in {summary['wall_seconds']}s ({steps} steps, {summary['seconds_per_step']} s/step); curve -> {png}"
     )
+    console.print(f"next: openenv-train eval {model_dir}")
+    if stop.requested:
+        raise KeyboardInterrupt
     return summary
 
 

@@ -29,7 +29,7 @@ def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_mod
     policy = TransformersPolicy(model, tok)
     local = evaluate_policy(policy, 300, seed=4242)
     remote = evaluate_via_servers(policy, blackjack_servers, 300, seed=4242)
-    for key in ("win", "push", "loss", "mean_return"):
+    for key in ("win", "push", "lose_rate", "mean_return"):
         assert local[key] == remote[key], (key, local, remote)
     assert local["hands"] == remote["hands"] == 300
     assert 0 < local["win"] < 1  # a real mix of outcomes, not a degenerate policy

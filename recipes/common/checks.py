@@ -1,0 +1,93 @@
+"""Start-time checks: every mistake a config can hold fails before the run folder or the model
+exists, in one line that names the key and the fix (no torch, no transformers imported here)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+#: ``report_to`` backends transformers knows, with the package each one imports and the command
+#: that installs it.
+REPORTERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "tensorboard": (("tensorboard", "tensorboardX"), "pip install 'openenv-train[tensorboard]'"),
+    "wandb": (("wandb",), "pip install wandb (then `wandb login`)"),
+    "mlflow": (("mlflow",), "pip install mlflow"),
+    "trackio": (("trackio",), "pip install trackio"),
+    "comet_ml": (("comet_ml",), "pip install comet_ml"),
+    "neptune": (("neptune",), "pip install neptune"),
+    "clearml": (("clearml",), "pip install clearml"),
+    "codecarbon": (("codecarbon",), "pip install codecarbon"),
+    "dvclive": (("dvclive",), "pip install dvclive"),
+    "swanlab": (("swanlab",), "pip install swanlab"),
+    "azure_ml": (("azureml",), "pip install azureml-sdk"),
+}
+
+
+def normalize_report_to(value: Any) -> list[str]:
+    """``report_to`` as a list: a single name (``tensorboard``) becomes ``[tensorboard]``; ``none``,
+    ``null`` and ``[]`` mean no backend. Raises ``ValueError`` on anything else."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [] if value.strip().lower() in ("", "none") else [value.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(
+            f"report_to: {value!r} is not a list of backend names; write e.g. [tensorboard]"
+        )
+    return [v for v in value if v.lower() != "none"]
+
+
+#: The type of a config's ``report_to`` key: a list of backend names, a single name accepted.
+ReportTo = Annotated[list[str], BeforeValidator(lambda v: normalize_report_to(v))]
+
+
+def check_reporters(names: list[str]) -> None:
+    """Each name is a backend transformers knows and its package is installed."""
+    for name in names:
+        if name not in REPORTERS:
+            raise ValueError(
+                f"report_to: unknown backend {name!r}; use one of {sorted(REPORTERS)} "
+                "(metrics.jsonl and curve.png are always written)"
+            )
+        modules, fix = REPORTERS[name]
+        if not any(importlib.util.find_spec(m) is not None for m in modules):
+            raise ValueError(
+                f"report_to: {name!r} needs the {modules[0]} package, which is not installed; "
+                f"{fix}, or remove it from report_to"
+            )
+
+
+def import_target(target: str, key: str, example: str) -> Any:
+    """The object ``module:attribute`` names, importing the module with the working directory on
+    the path (as uvicorn does); ``ValueError`` naming ``key`` when it cannot be found."""
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise ValueError(f"{key}: {target!r} is not 'module:attribute'; write e.g. {example}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is None or not module.startswith(err.name):
+            raise ValueError(
+                f"{key}: importing {module!r} failed: {err}; install what it needs"
+            ) from None
+        raise ValueError(
+            f"{key}: no module named {err.name!r} (from {target!r}); check the spelling, "
+            "`pip install -e` the env package or run from the folder that holds it"
+        ) from None
+    obj: Any = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(
+                f"{key}: module {module!r} has no attribute {attr!r}; check the spelling "
+                f"(e.g. {example})"
+            )
+        obj = getattr(obj, part)
+    return obj

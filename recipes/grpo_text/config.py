@@ -1,0 +1,136 @@
+"""Typed config of the generic text-env GRPO recipe: the BlackJack recipe's sections, with the env
+named by config (``env.app``, ``env.spec``) and the vocabulary taken from the spec or the config.
+
+Everything is checked at load, before the run folder or the model exists: the env app's module,
+the spec class (imported and built with ``env.spec_kwargs``), a vocabulary for the tiny model and
+a ``random_episode`` for the format warm-up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from ..common.checks import import_target
+from ..grpo_blackjack import config as base
+from ..grpo_blackjack.config import ConfigError, GRPOSection, ModelSection
+
+SPEC_EXAMPLE = "my_env.text_spec:MyEnvSpec"
+
+
+class TextModelSection(ModelSection):
+    """``vocabulary``: the words of the tiny model's tokenizer (``null``: the spec's own
+    ``vocabulary``); not used with ``path``."""
+
+    vocabulary: list[str] | None = None
+    warmup_steps: int = Field(200, ge=0)
+
+
+class TextEnvSection(base.EnvSection):
+    """``app``: the env server (``module:attribute``); ``spec``: its ``TextEnvSpec`` subclass
+    (``module:Class``), built with ``spec_kwargs``."""
+
+    app: str = "recipes.grpo_text.countdown:app"
+    spec: str = "recipes.grpo_text.countdown:CountdownSpec"
+    spec_kwargs: dict[str, Any] = Field(default_factory=dict)
+    num_servers: int = Field(1, ge=1)
+
+
+class TextRolloutSection(base._Strict):
+    """Engine knobs (``openenv_train.rollout.RolloutConfig``)."""
+
+    max_turns: int = Field(10, ge=1)
+    max_new_tokens: int = Field(2, ge=1)  # countdown answers one word; raise it for longer ones
+    max_concurrency: int = Field(512, ge=1)
+    max_batch_size: int = Field(512, ge=1)
+    system_prompt: str | None = None
+
+
+class TextGRPOSection(GRPOSection):
+    max_steps: int = Field(60, ge=1)
+    num_generations: int = 8
+    per_device_train_batch_size: int = 128
+    learning_rate: float = Field(3e-4, gt=0)
+    lr_scheduler_type: str = "constant"
+
+
+class TextEvalSection(base._Strict):
+    """Greedy play through the env servers: ``episodes`` games before and after training,
+    ``periodic_episodes`` every ``every`` steps (the curve; validation games seeded apart)."""
+
+    episodes: int = Field(256, ge=1)
+    every: int = Field(20, ge=1)
+    periodic_episodes: int = Field(128, ge=1)
+    seed: int = 2_000_000_000
+    keep_best: bool = True
+
+
+class TextRecipeConfig(base.RecipeConfig):
+    """``openenv-train train configs/grpo_text_countdown.yaml`` loads this from YAML."""
+
+    example: ClassVar[str] = "configs/grpo_text_countdown.yaml"
+    recipe: Literal["grpo_text"] = "grpo_text"  # type: ignore[assignment]
+    name: str = Field("grpo_text", pattern=r"^[A-Za-z0-9_.-]+$")
+    model: TextModelSection = Field(default_factory=TextModelSection)  # type: ignore[assignment]
+    env: TextEnvSection = Field(default_factory=TextEnvSection)  # type: ignore[assignment]
+    rollout: TextRolloutSection = Field(default_factory=TextRolloutSection)  # type: ignore[assignment]
+    grpo: TextGRPOSection = Field(default_factory=TextGRPOSection)  # type: ignore[assignment]
+    eval: TextEvalSection = Field(default_factory=TextEvalSection)  # type: ignore[assignment]
+
+    def check_start(self) -> None:
+        super().check_start()
+        spec = self.make_spec()
+        m = self.model
+        if m.path is None and not (m.vocabulary or getattr(spec, "vocabulary", ())):
+            raise ConfigError(
+                f"model.vocabulary: the tiny model needs the env's words; set `vocabulary` on "
+                f"{type(spec).__name__} or list them here, or give model.path"
+            )
+        if m.warmup_steps and self.warmup_episodes(spec) is None:
+            raise ConfigError(
+                f"model.warmup_steps: {type(spec).__name__} has no random_episode(rng) to warm "
+                "up on; add one (README: Train GRPO on your own env) or set model.warmup_steps: 0"
+            )
+
+    def make_spec(self, **overrides: Any) -> Any:
+        """The env's ``TextEnvSpec``, built from ``env.spec`` and ``env.spec_kwargs``."""
+        from openenv_train.rollout.spec import TextEnvSpec
+
+        try:
+            cls = import_target(self.env.spec, "env.spec", SPEC_EXAMPLE)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        if not (isinstance(cls, type) and issubclass(cls, TextEnvSpec)):
+            raise ConfigError(
+                f"env.spec: {self.env.spec!r} is not a TextEnvSpec subclass; name the class "
+                f"(e.g. {SPEC_EXAMPLE})"
+            )
+        try:
+            return cls(**{**self.env.spec_kwargs, **overrides})
+        except TypeError as err:
+            raise ConfigError(f"env.spec_kwargs: {cls.__name__}(...) failed: {err}") from None
+
+    @staticmethod
+    def warmup_episodes(spec: Any) -> Any:
+        """The spec's ``random_episode(rng)``, or one beside the spec class in its module."""
+        import sys
+
+        found = getattr(spec, "random_episode", None)
+        if found is None:
+            found = getattr(sys.modules.get(type(spec).__module__), "random_episode", None)
+        return found if callable(found) else None
+
+    def vocabulary(self) -> list[str]:
+        return list(self.model.vocabulary or getattr(self.make_spec(), "vocabulary", ()))
+
+
+def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> TextRecipeConfig:
+    """A checked :class:`TextRecipeConfig` from a dict; raises :class:`ConfigError` naming the key."""
+    return base.parse_config(data, base_dir, schema=TextRecipeConfig)  # type: ignore[return-value]
+
+
+def load_config(path: str | Path) -> TextRecipeConfig:
+    """Load and check a YAML config (``configs/grpo_text_countdown.yaml`` is the example)."""
+    return base.load_config(path, schema=TextRecipeConfig)  # type: ignore[return-value]

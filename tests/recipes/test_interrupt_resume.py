@@ -1,0 +1,79 @@
+"""Ctrl-C keeps the work and ``--resume`` continues it: a real ``openenv-train train`` in a
+subprocess gets SIGINT after its first periodic eval, then the same config resumes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from recipes_helpers import cli, cli_env, run_cli
+
+
+def _rows(run: Path) -> list[dict]:
+    path = run / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_ctrl_c_saves_the_work_and_resume_continues_the_steps(tmp_path: Path) -> None:
+    cfg = tmp_path / "countdown.yaml"
+    cfg.write_text(
+        f"""
+recipe: grpo_text
+name: stopped
+output_dir: {tmp_path / "runs"}
+model: {{warmup_steps: 40, warmup_batch_size: 32}}
+rollout: {{max_turns: 10, max_new_tokens: 2}}
+grpo: {{max_steps: 10000, per_device_train_batch_size: 32, logging_steps: 1}}
+eval: {{every: 2, episodes: 32, periodic_episodes: 32}}
+"""
+    )
+    run = tmp_path / "runs" / "stopped"
+    proc = subprocess.Popen(
+        [*cli(), "train", str(cfg)],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not any(r["kind"] == "eval" and r["step"] > 0 for r in _rows(run)):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no periodic eval within 240 s"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and "finishing this step" in out + err
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["after"] is None
+    stopped_at = max(r["step"] for r in _rows(run) if r["kind"] == "train")
+    assert 2 <= stopped_at < 10000
+    assert (run / "trainer" / f"checkpoint-{stopped_at}" / "optimizer.pt").is_file()
+    assert (run / "model" / "config.json").is_file() and (run / "curve.png").is_file()
+    assert (run / "best" / "best.json").is_file()  # checkpointed when it improved
+    assert f"--resume {run}`" in " ".join(out.split())
+
+    done = run_cli(
+        ["train", str(cfg), "--resume", "--max-steps", str(stopped_at + 2)], cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(run)
+    assert [r["kind"] for r in rows].count("eval_before") == 1  # appended, not restarted
+    steps = [r["step"] for r in rows if r["kind"] == "train" and "reward" in r]
+    assert steps == sorted(steps) and steps[-1] == stopped_at + 2  # the counter went on
+    assert stopped_at + 1 in steps
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["interrupted"] is False and summary["curve"][0]["step"] == 0
+
+    missing = run_cli(["train", str(cfg), "--resume", str(tmp_path / "runs" / "other")], tmp_path)
+    assert missing.returncode == 2 and "has no checkpoint to continue from" in missing.stderr
