@@ -24,7 +24,9 @@ class TextModelSection(ModelSection):
     """``vocabulary``: the words of the tiny model's tokenizer (``null``: the spec's own
     ``vocabulary``); not used with ``path``."""
 
+    #: the tiny tokenizer's words (null: the spec's `vocabulary`); not used with model.path
     vocabulary: list[str] | None = None
+    #: format warm-up batches on the spec's random_episode games (0: none)
     warmup_steps: int = Field(200, ge=0)
 
 
@@ -32,27 +34,40 @@ class TextEnvSection(base.EnvSection):
     """``app``: the env server (``module:attribute``); ``spec``: its ``TextEnvSpec`` subclass
     (``module:Class``), built with ``spec_kwargs``."""
 
+    #: the env server app, module:attribute (imported from the current folder, like uvicorn)
     app: str = "recipes.grpo_text.countdown:app"
+    #: the env's TextEnvSpec subclass, module:Class (prompt, render, parse_action, vocabulary)
     spec: str = "recipes.grpo_text.countdown:CountdownSpec"
+    #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
+    #: env server processes (or containers) to start
     num_servers: int = Field(1, ge=1)
 
 
 class TextRolloutSection(base._Strict):
     """Engine knobs (``openenv_train.rollout.RolloutConfig``)."""
 
+    #: model turns per episode before it is cut (truncated)
     max_turns: int = Field(10, ge=1)
-    max_new_tokens: int = Field(2, ge=1)  # countdown answers one word; raise it for longer ones
+    #: tokens per model answer (countdown answers one word; raise it for longer answers)
+    max_new_tokens: int = Field(2, ge=1)
+    #: episodes played at once
     max_concurrency: int = Field(512, ge=1)
+    #: most rows in one batched model call
     max_batch_size: int = Field(512, ge=1)
     system_prompt: str | None = None
 
 
 class TextGRPOSection(GRPOSection):
+    #: optimizer steps
     max_steps: int = Field(60, ge=1)
+    #: episodes per GRPO group
     num_generations: int = 8
+    #: episodes per step (a multiple of num_generations)
     per_device_train_batch_size: int = 128
+    #: AdamW learning rate
     learning_rate: float = Field(3e-4, gt=0)
+    #: transformers scheduler name (constant, cosine, linear, ...)
     lr_scheduler_type: str = "constant"
 
 
@@ -60,10 +75,15 @@ class TextEvalSection(base._Strict):
     """Greedy play through the env servers: ``episodes`` games before and after training,
     ``periodic_episodes`` every ``every`` steps (the curve; validation games seeded apart)."""
 
+    #: greedy games before and after training
     episodes: int = Field(256, ge=1)
+    #: periodic greedy eval every this many optimizer steps (the learning curve)
     every: int = Field(20, ge=1)
+    #: validation games per periodic eval (keep_best picks on these)
     periodic_episodes: int = Field(128, ge=1)
+    #: seed of the evaluation games (apart from the training games)
     seed: int = 2_000_000_000
+    #: save the weights of the best periodic eval instead of the last step's
     keep_best: bool = True
 
 
@@ -71,7 +91,9 @@ class TextRecipeConfig(base.RecipeConfig):
     """``openenv-train train configs/grpo_text_countdown.yaml`` loads this from YAML."""
 
     example: ClassVar[str] = "configs/grpo_text_countdown.yaml"
+    #: the recipe that runs this config
     recipe: Literal["grpo_text"] = "grpo_text"  # type: ignore[assignment]
+    #: run name: everything lands in output_dir/name (--name overrides)
     name: str = Field("grpo_text", pattern=r"^[A-Za-z0-9_.-]+$")
     model: TextModelSection = Field(default_factory=TextModelSection)  # type: ignore[assignment]
     env: TextEnvSection = Field(default_factory=TextEnvSection)  # type: ignore[assignment]
