@@ -1,0 +1,67 @@
+"""The CPU stand-in for the FlashAttention kernel of TRL's AsyncGRPOTrainer: the packed (tree)
+forward it enables gives each sample exactly the logprobs of a plain forward of that sample alone.
+Needs trl (the train extra), not vLLM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("trl.experimental.async_grpo")
+
+
+def _plain_logprobs(model, ids: list[int], mask: list[int]) -> list[float]:
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return [logp[p - 1, ids[p]].item() for p in range(1, len(ids)) if mask[p]]
+
+
+def test_tree_packed_forward_matches_plain_forward_per_sample() -> None:
+    from blackjack_env.text_spec import VOCABULARY
+    from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, register_tree_attention
+
+    from openenv_train.policy.tiny import build_tiny_model
+    from openenv_train.trainers.async_grpo import enable_cpu_async_grpo
+
+    assert enable_cpu_async_grpo() is True  # these machines have no CUDA
+    register_tree_attention()
+    model, tok = build_tiny_model(VOCABULARY, seed=3, num_heads=2, hidden_size=64)
+    prompt = tok.encode("player 15 hard dealer 6 action:")
+    completions = [" hit<eos> player 19 hard dealer 6 action: stand<eos>", " stand<eos>", " hit<eos>"]
+    row = TreeRow()
+    expected = []
+    for text in [*completions, "player 12 soft dealer A action: hit<eos>"]:
+        ids = tok.encode(text) if text.startswith("player") else prompt + tok.encode(text)
+        mask = [0] * (len(prompt) if not text.startswith("player") else 7) + [1] * (
+            len(ids) - (len(prompt) if not text.startswith("player") else 7)
+        )
+        row.add(
+            {
+                "input_ids": np.asarray(ids),
+                "completion_mask": np.asarray(mask),
+                "old_log_probs": np.zeros(len(ids), dtype=np.float32),
+                "advantage": 1.0,
+                "group_id": 0,
+            }
+        )
+        expected += _plain_logprobs(model, ids, mask)
+    packed = row.pack()
+    assert len(packed["input_ids"]) < sum(len(s["input_ids"]) for s in row.samples)  # shared prefix
+    model.config._attn_implementation = TREE_ATTENTION
+    max_q, max_k = packed["tree_max_seqlens"].tolist()
+    with torch.no_grad():
+        logits = model(
+            input_ids=packed["input_ids"][None],
+            position_ids=packed["position_ids"][None],
+            tree_kv_index=packed["tree_kv_index"],
+            tree_cu_seqlens_q=packed["tree_cu_seqlens_q"],
+            tree_cu_seqlens_k=packed["tree_cu_seqlens_k"],
+            tree_max_seqlen_q=max_q,
+            tree_max_seqlen_k=max_k,
+        ).logits[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    index = packed["token_index"]
+    got = logp[index, packed["shift_labels"][index]].tolist()
+    assert got == pytest.approx(expected, abs=1e-5)
