@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 #: The CPU worker whose weights ``ReloadWeightTransfer`` can replace (see ``vllm_cpu_worker``).
 _RELOADABLE_CPU_WORKER = "openenv_train.policy.vllm_cpu_worker.WeightSyncCPUWorker"
 
@@ -79,7 +78,9 @@ class VLLMServer:
             self.cmd += ["--worker-cls", _RELOADABLE_CPU_WORKER]
         self.env = dict(os.environ, **(env or {}))
         self.env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        self.env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server runs its engine in a child
+        self.env.pop(
+            "VLLM_ENABLE_V1_MULTIPROCESSING", None
+        )  # the server runs its engine in a child
         if dev_mode:
             self.env["VLLM_SERVER_DEV_MODE"] = "1"
         self.process: subprocess.Popen[bytes] | None = None

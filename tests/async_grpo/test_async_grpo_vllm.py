@@ -163,63 +163,46 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir, blac
         assert len({r.model_version for r in group}) == 1
 
 
-def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, blackjack_servers, tmp_path):
-    from blackjack_env.text_spec import BlackjackTextSpec
-    from datasets import Dataset
-    from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path) -> None:
+    """A whole run from a config (the runner of configs/grpo_blackjack_async_vllm.yaml) on CPU."""
+    from openenv_train.policy.tiny import load_tiny_model
+    from openenv_train.trainers.async_grpo import load_config, run
 
-    from openenv_train.policy.tiny import load_tiny_model, load_tiny_tokenizer
-    from openenv_train.trainers.async_grpo import (
-        ReloadWeightTransfer,
-        enable_cpu_async_grpo,
-        env_rollout_worker,
+    cfg = load_config(
+        {
+            "name": "cpu",
+            "output_dir": str(tmp_path),
+            "model": {"path": str(model_dir)},
+            "env": {
+                "app": "blackjack_env.server.app:app",
+                "spec": "blackjack_env.text_spec:BlackjackTextSpec",
+                "spec_kwargs": {"seed": 5},
+            },
+            "vllm": {"base_url": server, "served_model_name": "tiny"},
+            "trainer": {
+                "max_steps": 3,
+                "per_device_train_batch_size": 8,
+                "num_generations": 4,
+                "learning_rate": 1e-2,
+                "max_staleness": 2,
+                "token_budget": 0,
+                "use_cpu": True,
+                "bf16": False,
+                "gradient_checkpointing": False,
+                "disable_tqdm": True,
+            },
+        }
     )
-
-    enable_cpu_async_grpo()
-    tok = load_tiny_tokenizer(model_dir)
-    initial, _ = load_tiny_model(model_dir)
-    args = AsyncGRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        max_steps=3,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        learning_rate=1e-2,
-        max_staleness=2,
-        token_budget=0,
-        vllm_server_base_url=server,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
-    )
-    worker = env_rollout_worker(
-        BlackjackTextSpec(seed=5), blackjack_servers, args=args, model="tiny", tokenizer=tok
-    )
-    transfer = ReloadWeightTransfer(server)
-    trainer = AsyncGRPOTrainer(
-        model=str(model_dir),
-        args=args,
-        train_dataset=Dataset.from_dict({"prompt": [""] * 8}),
-        processing_class=tok,
-        rollout_worker=worker,
-        weight_transfer=transfer,
-    )
-    trainer.train()
+    result = run(cfg)
+    trainer, worker, transfer = result.trainer, result.worker, result.weight_transfer
     assert trainer.state.global_step == 3
     assert trainer.model_version == 4 and transfer.syncs == 4  # the initial sync + one per step
     assert transfer.handoff_dir is None and worker._loop is None  # destroyed and stopped
     assert min(worker.versions) == 1 and worker.stats["rows"] >= 24
     logged = [h for h in trainer.state.log_history if "sample/staleness_max" in h]
     assert logged and all(h["sample/staleness_max"] <= 2 for h in logged)
-    trained = trainer.accelerator.unwrap_model(trainer.model)
-    changed = any(
-        not torch.equal(p, dict(initial.named_parameters())[n].to(p.dtype))
-        for n, p in trained.named_parameters()
-    )
-    assert changed
-    reference, _ = load_tiny_model(model_dir)  # plain HF forward with the trained weights
-    reference.load_state_dict(trained.state_dict(), strict=False)
-    _assert_serves(server, reference.eval(), tok)
+    initial, tok = load_tiny_model(model_dir)
+    trained, _ = load_tiny_model(result.run_dir / "model")
+    start = dict(initial.named_parameters())
+    assert any(not torch.equal(p, start[n]) for n, p in trained.named_parameters())
+    _assert_serves(server, trained, tok)  # the server holds the trained weights

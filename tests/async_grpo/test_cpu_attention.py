@@ -28,15 +28,19 @@ def test_tree_packed_forward_matches_plain_forward_per_sample() -> None:
     assert enable_cpu_async_grpo() is True  # these machines have no CUDA
     register_tree_attention()
     model, tok = build_tiny_model(VOCABULARY, seed=3, num_heads=2, hidden_size=64)
-    prompt = tok.encode("player 15 hard dealer 6 action:")
-    completions = [" hit<eos> player 19 hard dealer 6 action: stand<eos>", " stand<eos>", " hit<eos>"]
+    shared = "player 15 hard dealer 6 action:"  # three samples share it: a packed prefix tree
+    samples = [  # (context, completion): the loss is on the completion tokens
+        (shared, " hit<eos> player 19 hard dealer 6 action: stand<eos>"),
+        (shared, " stand<eos>"),
+        (shared, " hit<eos>"),
+        ("player 12 soft dealer A action:", " hit<eos>"),
+    ]
     row = TreeRow()
     expected = []
-    for text in [*completions, "player 12 soft dealer A action: hit<eos>"]:
-        ids = tok.encode(text) if text.startswith("player") else prompt + tok.encode(text)
-        mask = [0] * (len(prompt) if not text.startswith("player") else 7) + [1] * (
-            len(ids) - (len(prompt) if not text.startswith("player") else 7)
-        )
+    for context, completion in samples:
+        n_context = len(tok.encode(context))
+        ids = tok.encode(context + completion)
+        mask = [0] * n_context + [1] * (len(ids) - n_context)
         row.add(
             {
                 "input_ids": np.asarray(ids),

@@ -43,7 +43,9 @@ def varlen_attention(
 
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads % kv_heads:
-        raise ValueError(f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads})")
+        raise ValueError(
+            f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads})"
+        )
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     left, right = window_size
     cu_q, cu_k = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()

@@ -52,7 +52,9 @@ class ReloadWeightTransfer:
         import httpx
 
         if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url={base_url!r}: expected http(s)://host:port of the vLLM server")
+            raise ValueError(
+                f"base_url={base_url!r}: expected http(s)://host:port of the vLLM server"
+            )
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.server_timeout_s = server_timeout_s
         self._handoff_parent = Path(handoff_dir) if handoff_dir else None

@@ -116,7 +116,7 @@ class EngineRolloutWorker:
         if max_inflight_groups < 1:
             raise ValueError(f"max_inflight_groups={max_inflight_groups}: must be >= 1")
         if not prompts:
-            raise ValueError("prompts: empty; pass at least one prompt (\"\" for env-driven tasks)")
+            raise ValueError('prompts: empty; pass at least one prompt ("" for env-driven tasks)')
         self.make_policy = make_policy
         self.make_runner = make_runner
         self.num_generations = num_generations
@@ -200,9 +200,7 @@ class EngineRolloutWorker:
         finally:
             await policy.aclose()
 
-    async def _play_groups(
-        self, runner: EpisodeRunner, prompts: Any, group_ids: Any
-    ) -> None:
+    async def _play_groups(self, runner: EpisodeRunner, prompts: Any, group_ids: Any) -> None:
         tokenizer = runner.codec.tokenizer if runner.codec is not None else None
         while not self._stopping:
             prompt, group_id, version = next(prompts), next(group_ids), self.model_version
