@@ -41,17 +41,6 @@ def server(model_dir) -> Iterator[str]:
         yield srv.base_url
 
 
-@pytest.fixture(scope="module")
-def blackjack_servers() -> Iterator[list[str]]:
-    from openenv_train.runtime import start_local_servers
-
-    group = start_local_servers("blackjack_env.server.app:app", 2, startup_timeout=120)
-    try:
-        yield group.base_urls
-    finally:
-        group.stop()
-
-
 def _greedy(base_url: str, prompt: list[int]) -> tuple[list[int], list[float]]:
     body = {"model": "tiny", "prompt": [prompt], "max_tokens": 6, "temperature": 0,
             "logprobs": 1, "return_token_ids": True}  # fmt: skip
@@ -109,39 +98,47 @@ def test_reload_weight_transfer_reaches_the_server(server, model_dir) -> None:
     assert not handoff.exists()
 
 
-def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir, blackjack_servers):
-    from blackjack_env.text_spec import BlackjackTextSpec
-    from trl.experimental.async_grpo import AsyncGRPOConfig
-
-    from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.trainers.async_grpo import env_rollout_worker
-
-    model, tok = load_tiny_model(model_dir)
-    args = AsyncGRPOConfig(output_dir="unused", num_generations=4, vllm_server_base_url=server,
-                           use_cpu=True, bf16=False, report_to="none")  # fmt: skip
-    worker = env_rollout_worker(
-        BlackjackTextSpec(seed=11), blackjack_servers, args=args, model="tiny", tokenizer=tok
-    )
-    worker.update_model_version(3)
+def _read_rows(worker, rows: list) -> None:
+    """Start ``worker``, read 12 rows, bump the version, read until a row carries it, stop."""
     worker.start()
-    rows = []
     try:
         while len(rows) < 12:
-            worker.check_health(stale_after_s=120)
-            try:
-                rows.append(worker.rollout_buffer.get(timeout=5))
-            except queue.Empty:
-                pass
+            _get_row(worker, rows)
         worker.update_model_version(4)
         deadline = time.monotonic() + 120
         while not any(r.model_version == 4 for r in rows):
             assert time.monotonic() < deadline, "no row tagged with the new version"
-            try:
-                rows.append(worker.rollout_buffer.get(timeout=5))
-            except queue.Empty:
-                worker.check_health(stale_after_s=120)
+            _get_row(worker, rows)
     finally:
         worker.stop()
+
+
+def _get_row(worker, rows: list) -> None:
+    try:
+        rows.append(worker.rollout_buffer.get(timeout=5))
+    except queue.Empty:
+        worker.check_health(stale_after_s=120)
+
+
+def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+    from trl.experimental.async_grpo import AsyncGRPOConfig
+
+    from openenv_train.policy.tiny import load_tiny_model
+    from openenv_train.runtime import LocalProcessProvider
+    from openenv_train.trainers.async_grpo import env_rollout_worker
+
+    model, tok = load_tiny_model(model_dir)
+    env = LocalProcessProvider("blackjack_env.server.app:app", startup_timeout=120)
+    args = AsyncGRPOConfig(output_dir="unused", num_generations=4, vllm_server_base_url=server,
+                           use_cpu=True, bf16=False, report_to="none")  # fmt: skip
+    rows = []
+    with env:
+        worker = env_rollout_worker(
+            BlackjackTextSpec(seed=11), [env.base_url], args=args, model="tiny", tokenizer=tok
+        )
+        worker.update_model_version(3)
+        _read_rows(worker, rows)
     assert {r.model_version for r in rows} == {3, 4}
     assert worker.stats["groups_dropped"] == 0 and worker.metrics_queue.qsize() > 0
     by_group: dict[int, list] = {}
