@@ -98,10 +98,18 @@ def test_reload_weight_transfer_reaches_the_server(server, model_dir) -> None:
     assert not handoff.exists()
 
 
-def _read_rows(worker, rows: list) -> None:
-    """Start ``worker``, read 12 rows, bump the version, read until a row carries it, stop."""
+def _read_rows(worker, rows: list) -> int:
+    """Start ``worker``; once it is ahead, how many rows it queued; read 12 rows, bump the version,
+    read until a row carries it, stop."""
     worker.start()
     try:
+        deadline = time.monotonic() + 120
+        while worker.rollout_buffer.qsize() < worker.max_queued_rows:
+            assert time.monotonic() < deadline, "the worker never filled its queue"
+            worker.check_health(stale_after_s=120)
+            time.sleep(0.2)
+        time.sleep(3)  # nobody reads: the worker must stop starting groups
+        queued = worker.rollout_buffer.qsize()
         while len(rows) < 12:
             _get_row(worker, rows)
         worker.update_model_version(4)
@@ -111,6 +119,7 @@ def _read_rows(worker, rows: list) -> None:
             _get_row(worker, rows)
     finally:
         worker.stop()
+    return queued
 
 
 def _get_row(worker, rows: list) -> None:
@@ -131,6 +140,7 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
     model, tok = load_tiny_model(model_dir)
     env = LocalProcessProvider("blackjack_env.server.app:app", startup_timeout=120)
     args = AsyncGRPOConfig(output_dir="unused", num_generations=4, vllm_server_base_url=server,
+                           per_device_train_batch_size=4, max_staleness=1,
                            use_cpu=True, bf16=False, report_to="none")  # fmt: skip
     rows = []
     with env:
@@ -138,7 +148,9 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
             BlackjackTextSpec(seed=11), [env.base_url], args=args, model="tiny", tokenizer=tok
         )
         worker.update_model_version(3)
-        _read_rows(worker, rows)
+        queued = _read_rows(worker, rows)
+    assert worker.max_queued_rows == 8  # (max_staleness + 1) steps of 4 rows
+    assert queued <= 8 + worker.max_inflight_groups * 4  # only groups already in flight landed
     assert {r.model_version for r in rows} == {3, 4}
     assert worker.stats["groups_dropped"] == 0 and worker.metrics_queue.qsize() > 0
     by_group: dict[int, list] = {}

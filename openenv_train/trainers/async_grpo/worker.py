@@ -95,8 +95,10 @@ class EngineRolloutWorker:
 
     ``make_policy()`` and ``make_runner(policy)`` are called on the worker's own loop at
     :meth:`start`; the worker closes both at :meth:`stop`. ``prompts`` are cycled, each played
-    ``num_generations`` times as one group. ``stats`` counts groups, rows, drops and the versions
-    rows were tagged with.
+    ``num_generations`` times as one group. No new group starts while ``max_queued_rows`` rows
+    wait in the queue (rows further ahead would be too stale by the time the trainer reads them;
+    ``env_rollout_worker`` sets it to ``max_staleness + 1`` steps' worth). ``stats`` counts groups,
+    rows, drops and the versions rows were tagged with.
     """
 
     def __init__(
@@ -108,6 +110,7 @@ class EngineRolloutWorker:
         prompts: Sequence[Any] = ("",),
         max_inflight_groups: int = 2,
         queue_maxsize: int = 1024,
+        max_queued_rows: int | None = None,
     ) -> None:
         if num_generations < 2:
             raise ValueError(
@@ -122,6 +125,7 @@ class EngineRolloutWorker:
         self.num_generations = num_generations
         self.prompts = list(prompts)
         self.max_inflight_groups = max_inflight_groups
+        self.max_queued_rows = max_queued_rows
         self.rollout_buffer: queue.Queue[Any] = queue.Queue(maxsize=queue_maxsize)
         self.metrics_queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=4096)
         self.stats: Counter[str] = Counter()
@@ -203,12 +207,18 @@ class EngineRolloutWorker:
     async def _play_groups(self, runner: EpisodeRunner, prompts: Any, group_ids: Any) -> None:
         tokenizer = runner.codec.tokenizer if runner.codec is not None else None
         while not self._stopping:
+            t0 = time.perf_counter()
+            while self._ahead() and not self._stopping:
+                self._heartbeat = time.time()  # waiting on the trainer is not a hang
+                await asyncio.sleep(0.02)
+            waited = time.perf_counter() - t0
             prompt, group_id, version = next(prompts), next(group_ids), self.model_version
             t0 = time.perf_counter()
             batch = await runner.run([prompt] * self.num_generations, self.num_generations)
             self._heartbeat = time.time()
             metrics: dict[str, Any] = {
                 "rollout/group_s": time.perf_counter() - t0,
+                "rollout/ahead_wait_s": waited,
                 "rollout/groups_dropped_total": float(len(batch.dropped_groups)),
                 "rollout/infra_errors_total": float(sum(batch.errors.values())),
             }
@@ -228,6 +238,10 @@ class EngineRolloutWorker:
                 self.metrics_queue.put_nowait(metrics)
             except queue.Full:  # the trainer stopped draining: never block generation on metrics
                 self.stats["metrics_dropped"] += 1
+
+    def _ahead(self) -> bool:
+        limit = self.max_queued_rows
+        return limit is not None and self.rollout_buffer.qsize() >= limit
 
     async def _put(self, sample: Any) -> float:
         """Queue one row, waiting while the trainer's queue is full; returns the seconds waited."""
@@ -255,10 +269,12 @@ def env_rollout_worker(
     max_inflight_groups: int = 2,
 ) -> EngineRolloutWorker:
     """A worker playing ``spec``'s env on ``servers`` against the vLLM server of ``args``
-    (``AsyncGRPOConfig``: ``vllm_server_base_url``, ``num_generations``, ``queue_maxsize`` and the
-    sampling settings), which serves the policy as ``model``."""
+    (``AsyncGRPOConfig``: ``vllm_server_base_url``, ``num_generations``, ``queue_maxsize``,
+    ``max_staleness``, the batch size and the sampling settings), which serves the policy as
+    ``model``."""
     config = rollout_config_for(args, config)
     base_url = args.vllm_server_base_url
+    rows_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps
 
     def make_policy() -> Policy:
         return OpenAICompatiblePolicy(base_url, model, tokenizer=tokenizer)
@@ -270,4 +286,5 @@ def env_rollout_worker(
         prompts=prompts,
         max_inflight_groups=max_inflight_groups,
         queue_maxsize=args.queue_maxsize,
+        max_queued_rows=(args.max_staleness + 1) * rows_per_step,
     )
