@@ -49,8 +49,6 @@ class ReloadWeightTransfer:
         timeout_s: float = 300.0,
         server_timeout_s: float = 240.0,
     ) -> None:
-        import httpx
-
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(
                 f"base_url={base_url!r}: expected http(s)://host:port of the vLLM server"
@@ -59,7 +57,8 @@ class ReloadWeightTransfer:
         self.server_timeout_s = server_timeout_s
         self._handoff_parent = Path(handoff_dir) if handoff_dir else None
         self.handoff_dir: Path | None = None
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        self.timeout_s = timeout_s
+        self._http: Any = None
         self.syncs = 0
         self.last_sync_s = 0.0
         self.last_sync_bytes = 0
@@ -69,6 +68,10 @@ class ReloadWeightTransfer:
 
     def init_weight_transfer(self) -> None:
         """Wait for the server, check it can take weights, make the handoff folder."""
+        import httpx
+
+        if self._http is None:  # (again after destroy: a trainer may train twice)
+            self._http = httpx.Client(base_url=self.base_url, timeout=self.timeout_s)
         self._wait_healthy()
         info = self._request("GET", "/server_info", params={"config_format": "json"}, what="probe")
         config = info.get("vllm_config", {})
@@ -137,7 +140,9 @@ class ReloadWeightTransfer:
         if self.handoff_dir is not None:
             shutil.rmtree(self.handoff_dir, ignore_errors=True)
             self.handoff_dir = None
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -161,6 +166,8 @@ class ReloadWeightTransfer:
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
         import httpx
 
+        if self._http is None:
+            raise RuntimeError(f"{what} before init_weight_transfer; call that first")
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
