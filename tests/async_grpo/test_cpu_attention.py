@@ -69,3 +69,28 @@ def test_tree_packed_forward_matches_plain_forward_per_sample() -> None:
     index = packed["token_index"]
     got = logp[index, packed["shift_labels"][index]].tolist()
     assert got == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.parametrize("window", [(-1, -1), (2, 0)])
+def test_varlen_attention_matches_per_segment_attention_with_gqa(window) -> None:
+    from openenv_train.trainers.async_grpo import varlen_attention
+
+    gen = torch.Generator().manual_seed(0)
+    len_q, len_k = [3, 1, 4], [5, 1, 4]  # a query segment sees its path: Lk >= Lq
+    q = torch.randn(sum(len_q), 4, 8, generator=gen)
+    k = torch.randn(sum(len_k), 2, 8, generator=gen)  # 2 kv heads for 4 query heads
+    v = torch.randn(sum(len_k), 2, 8, generator=gen)
+    cu_q = torch.tensor([0, 3, 4, 8], dtype=torch.int32)
+    cu_k = torch.tensor([0, 5, 6, 10], dtype=torch.int32)
+    out = varlen_attention(q, k, v, cu_q, cu_k, 4, 5, causal=True, window_size=window)
+    expected = []
+    for s in range(3):
+        qs = q[cu_q[s] : cu_q[s + 1]].transpose(0, 1)
+        ks = k[cu_k[s] : cu_k[s + 1]].transpose(0, 1).repeat_interleave(2, dim=0)
+        vs = v[cu_k[s] : cu_k[s + 1]].transpose(0, 1).repeat_interleave(2, dim=0)
+        i = torch.arange(len_q[s])[:, None] + len_k[s] - len_q[s]
+        j = torch.arange(len_k[s])[None, :]
+        mask = (j <= i) & ((j >= i - window[0]) if window[0] >= 0 else True)
+        attn = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask)
+        expected.append(attn.transpose(0, 1))
+    assert torch.allclose(out, torch.cat(expected), atol=1e-5)

@@ -7,7 +7,7 @@ Two places in TRL 1.16's async trainer assume a GPU:
 - it asks ``torch.cuda`` for the device name to look up peak FLOPs (for MFU) in ``__init__``.
 
 :func:`enable_cpu_async_grpo` swaps in :func:`varlen_attention`, the same variable-length causal
-attention written in plain torch (exact, slower: one small attention per packed segment), and
+attention written in plain torch (exact; one masked attention over the packed row), and
 reports "peak FLOPs unknown" (TRL then skips its MFU metrics and keeps every other metric). It
 does nothing where CUDA is available, so GPU runs keep TRL's own kernels.
 """
@@ -37,7 +37,9 @@ def varlen_attention(
     ``q`` is ``(total_q, heads, dim)``, ``k``/``v`` are ``(total_k, kv_heads, dim)``; segment ``s``
     is ``q[cu_q[s]:cu_q[s+1]]`` attending to ``k[cu_k[s]:cu_k[s+1]]``. As in FlashAttention, the
     causal mask is aligned to the bottom right (query ``i`` of ``Lq`` sees keys up to
-    ``i + Lk - Lq``), which is what lets a packed tree segment see its whole root path.
+    ``i + Lk - Lq``), which is what lets a packed tree segment see its whole root path. All
+    segments go through one masked attention (a ``total_q x total_k`` mask: fine for the short
+    rows a CPU trains on).
     """
     import torch
 
@@ -47,33 +49,31 @@ def varlen_attention(
             f"query heads ({heads}) must be a multiple of key/value heads ({kv_heads})"
         )
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    cu_q, cu_k = cu_seqlens_q.long(), cu_seqlens_k.long()
+    len_q, len_k = cu_q.diff(), cu_k.diff()
+    segments = torch.arange(len(len_q))
+    seg_q = segments.repeat_interleave(len_q)  # segment of each query row
+    seg_k = segments.repeat_interleave(len_k)
+    # each query's own key position in its segment, and each key's position in its segment
+    pos_q = torch.arange(len(seg_q)) - cu_q[seg_q] + (len_k - len_q)[seg_q]
+    pos_k = torch.arange(len(seg_k)) - cu_k[seg_k]
+    allowed = seg_q[:, None] == seg_k[None, :]
     left, right = window_size
-    cu_q, cu_k = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
-    outputs = []
-    for s in range(len(cu_q) - 1):
-        qs = q[cu_q[s] : cu_q[s + 1]].transpose(0, 1)  # (heads, Lq, dim)
-        ks = k[cu_k[s] : cu_k[s + 1]].transpose(0, 1)
-        vs = v[cu_k[s] : cu_k[s + 1]].transpose(0, 1)
-        if kv_heads != heads:
-            ks = ks.repeat_interleave(heads // kv_heads, dim=0)
-            vs = vs.repeat_interleave(heads // kv_heads, dim=0)
-        scores = torch.matmul(qs, ks.transpose(-1, -2)).float() * scale
-        if softcap:
-            scores = softcap * torch.tanh(scores / softcap)
-        lq, lk = qs.shape[1], ks.shape[1]
-        i = torch.arange(lq).unsqueeze(1) + (lk - lq)  # each query's own key position
-        j = torch.arange(lk).unsqueeze(0)
-        allowed = torch.ones(lq, lk, dtype=torch.bool)
-        if causal:
-            allowed &= j <= i
-        if left >= 0:
-            allowed &= j >= i - left
-        if right >= 0 and not causal:
-            allowed &= j <= i + right
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        probs = torch.softmax(scores, dim=-1).to(vs.dtype)
-        outputs.append(torch.matmul(probs, vs).transpose(0, 1))  # (Lq, heads, dim)
-    return torch.cat(outputs, dim=0)
+    if causal:
+        allowed &= pos_k[None, :] <= pos_q[:, None]
+    elif right >= 0:
+        allowed &= pos_k[None, :] <= pos_q[:, None] + right
+    if left >= 0:
+        allowed &= pos_k[None, :] >= pos_q[:, None] - left
+    qh, kh, vh = (x.transpose(0, 1) for x in (q, k, v))  # (heads, total, dim)
+    if kv_heads != heads:
+        kh = kh.repeat_interleave(heads // kv_heads, dim=0)
+        vh = vh.repeat_interleave(heads // kv_heads, dim=0)
+    scores = torch.matmul(qh, kh.transpose(-1, -2)).float() * scale
+    if softcap:
+        scores = softcap * torch.tanh(scores / softcap)
+    probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).to(vh.dtype)
+    return torch.matmul(probs, vh).transpose(0, 1)  # (total_q, heads, dim)
 
 
 #: What TRL's packing module expects ``_flash_attn()`` to return.
