@@ -181,6 +181,7 @@ def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path)
         {
             "name": "cpu",
             "output_dir": str(tmp_path),
+            "torch_threads": 1,
             "model": {"path": str(model_dir)},
             "env": {
                 "app": "blackjack_env.server.app:app",

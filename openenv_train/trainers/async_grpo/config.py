@@ -66,6 +66,9 @@ class AsyncRunConfig(_Strict):
     name: str
     output_dir: str = "runs"
     seed: int = 0
+    #: torch threads of the trainer process (1 on small CPU machines: oversubscribed threads
+    #: make tiny models' steps many times slower); null keeps torch's default
+    torch_threads: int | None = Field(None, ge=1)
     model: ModelSection
     env: EnvSection
     vllm: VLLMSection = Field(default_factory=VLLMSection)

@@ -71,6 +71,8 @@ def run(cfg: AsyncRunConfig) -> AsyncRunResult:
             "and give its URL here"
         )
     enable_cpu_async_grpo()
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)
     spec, tokenizer = _spec(cfg), _tokenizer(cfg)
     run_dir = Path(cfg.output_dir) / cfg.name
     with ExitStack() as stack:
