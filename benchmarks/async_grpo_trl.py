@@ -25,7 +25,7 @@ from rich.table import Table
 from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
 from openenv_train.policy.vllm_server import VLLMServer
 from openenv_train.trainers import quick_format_warmup
-from openenv_train.trainers.async_grpo import load_config, run
+from openenv_train.trainers.async_grpo import cpu_config, run
 
 METRICS = {
     "step s": "perf/step_s",
@@ -37,34 +37,23 @@ METRICS = {
 
 
 def one_run(base_url: str, model_dir: Path, out: Path, staleness: int, args) -> dict[str, float]:
-    cfg = load_config(
-        {
-            "name": f"staleness{staleness}",
-            "output_dir": str(out),
-            "torch_threads": 1,
-            "model": {"path": str(model_dir)},
-            "env": {
-                "app": "blackjack_env.server.app:app",
-                "spec": "blackjack_env.text_spec:BlackjackTextSpec",
-                "spec_kwargs": {"seed": 5},
-            },
-            "vllm": {"base_url": base_url, "served_model_name": "tiny"},
-            "worker": {"max_inflight_groups": 4},
-            "trainer": {
-                "max_steps": args.steps,
-                "per_device_train_batch_size": args.rows,
-                "num_generations": 8,
-                "learning_rate": 1e-3,
-                "max_staleness": staleness,
-                "token_budget": 0,
-                "use_cpu": True,
-                "bf16": False,
-                "gradient_checkpointing": False,
-                "disable_tqdm": True,
-                "logging_steps": 1,
-            },
-        }
+    cfg = cpu_config(
+        model_dir,
+        app="blackjack_env.server.app:app",
+        spec="blackjack_env.text_spec:BlackjackTextSpec",
+        spec_kwargs={"seed": 5},
+        base_url=base_url,
+        served_model_name="tiny",
+        name=f"staleness{staleness}",
+        output_dir=out,
+        max_steps=args.steps,
+        per_device_train_batch_size=args.rows,
+        num_generations=8,
+        learning_rate=1e-3,
+        max_staleness=staleness,
+        logging_steps=1,
     )
+    cfg.worker.max_inflight_groups = 4
     t0 = time.perf_counter()
     result = run(cfg)
     wall = time.perf_counter() - t0
@@ -83,7 +72,7 @@ def main() -> None:
     parser.add_argument("--staleness", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=200)
     with tempfile.TemporaryDirectory(prefix="bench-async-grpo-") as tmp:
         model, tok = build_tiny_model(VOCABULARY, seed=7)
         quick_format_warmup(model, tok, random_episode)

@@ -175,34 +175,24 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
 def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path) -> None:
     """A whole run from a config (the runner of configs/grpo_blackjack_async_vllm.yaml) on CPU."""
     from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.trainers.async_grpo import load_config, run
+    from openenv_train.trainers.async_grpo import cpu_config, run
 
-    cfg = load_config(
-        {
-            "name": "cpu",
-            "output_dir": str(tmp_path),
-            "torch_threads": 1,
-            "model": {"path": str(model_dir)},
-            "env": {
-                "app": "blackjack_env.server.app:app",
-                "spec": "blackjack_env.text_spec:BlackjackTextSpec",
-                "spec_kwargs": {"seed": 5},
-            },
-            "vllm": {"base_url": server, "served_model_name": "tiny"},
-            "trainer": {
-                "max_steps": 3,
-                "per_device_train_batch_size": 8,
-                "num_generations": 4,
-                "learning_rate": 1e-2,
-                "max_staleness": 2,
-                "token_budget": 0,
-                "use_cpu": True,
-                "bf16": False,
-                "gradient_checkpointing": False,
-                "disable_tqdm": True,
-            },
-        }
+    cfg = cpu_config(
+        model_dir,
+        app="blackjack_env.server.app:app",
+        spec="blackjack_env.text_spec:BlackjackTextSpec",
+        spec_kwargs={"seed": 5},
+        base_url=server,
+        served_model_name="tiny",
+        output_dir=tmp_path,
+        max_steps=3,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        learning_rate=1e-2,
+        max_staleness=2,
+        disable_tqdm=True,
     )
+    assert cfg.trainer["use_cpu"] and cfg.torch_threads == 1
     result = run(cfg)
     trainer, worker, transfer = result.trainer, result.worker, result.weight_transfer
     assert trainer.state.global_step == 3

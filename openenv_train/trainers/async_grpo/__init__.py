@@ -11,7 +11,7 @@
 Importing this package needs the ``train`` extra (trl); running it needs a vLLM server.
 """
 
-from .config import AsyncRunConfig, ConfigError, load_config
+from .config import AsyncRunConfig, ConfigError, cpu_config, load_config
 from .cpu import enable_cpu_async_grpo, varlen_attention
 from .run import AsyncRunResult, run
 from .weight_transfer import ReloadWeightTransfer, WeightSyncError, weight_transfer_for
@@ -24,6 +24,7 @@ __all__ = [
     "EngineRolloutWorker",
     "ReloadWeightTransfer",
     "WeightSyncError",
+    "cpu_config",
     "enable_cpu_async_grpo",
     "env_rollout_worker",
     "load_config",

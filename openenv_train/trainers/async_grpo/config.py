@@ -129,3 +129,34 @@ def load_config(source: str | Path | dict[str, Any]) -> AsyncRunConfig:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"{key}: {first['msg']}") from None
+
+
+#: Trainer settings every CPU run needs (TRL's defaults assume a GPU: bf16, checkpointing).
+CPU_TRAINER = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False, "token_budget": 0}
+
+
+def cpu_config(
+    model_dir: str | Path,
+    *,
+    app: str,
+    spec: str,
+    spec_kwargs: dict[str, Any] | None = None,
+    base_url: str | None = None,
+    served_model_name: str = "policy",
+    name: str = "async_grpo_cpu",
+    output_dir: str | Path = "runs",
+    **trainer: Any,
+) -> AsyncRunConfig:
+    """A checked config for a CPU run of a saved (tiny) model: one torch thread, fp32, the
+    ``CPU_TRAINER`` settings, then ``trainer`` (``AsyncGRPOConfig`` fields; ``max_steps`` needed)."""
+    return load_config(
+        {
+            "name": name,
+            "output_dir": str(output_dir),
+            "torch_threads": 1,
+            "model": {"path": str(model_dir)},
+            "env": {"app": app, "spec": spec, "spec_kwargs": dict(spec_kwargs or {})},
+            "vllm": {"base_url": base_url, "served_model_name": served_model_name},
+            "trainer": {**CPU_TRAINER, **trainer},
+        }
+    )
