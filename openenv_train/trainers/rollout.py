@@ -197,6 +197,7 @@ def make_rollout_func(
     group_size: int | None = None,
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
+    max_staleness: int = 0,
 ) -> RolloutFunc:
     """A TRL ``rollout_func(prompts, trainer)`` that plays one ``spec`` episode per prompt on
     ``servers`` (base URLs or started providers) with the batched ``RolloutEngine``.
@@ -205,12 +206,29 @@ def make_rollout_func(
     the policy it makes is closed with the function. The result holds ``prompt_ids``,
     ``completion_ids``, ``logprobs``, ``env_mask`` and ``reward_key`` (plus ``num_turns`` and
     ``episode_metrics``). See :func:`runner_rollout_func` for the rest.
+
+    ``max_staleness`` > 0 plays batches ahead of the trainer on a copy of its weights
+    (``overlap.overlapped_rollout_func``; rows also carry ``policy_version``); train with
+    ``OffPolicyGRPOTrainer`` so the loss corrects for the older weights. 0: synchronous.
     """
     if not servers:
         raise ValueError(
             "servers: empty; start env servers first (openenv_train.runtime.start_local_servers)"
         )
+    if max_staleness < 0:
+        raise ValueError(f"max_staleness={max_staleness}: must be >= 0 (0 = no overlap)")
     base = config or RolloutConfig()
+    if max_staleness:
+        from .overlap import copy_policy_for, overlapped_rollout_func
+
+        copy_of = policy_factory or copy_policy_for
+        return overlapped_rollout_func(
+            lambda t: RolloutEngine(spec, copy_of(t), servers, config_for(t, base)),
+            max_staleness=max_staleness,
+            group_size=group_size,
+            reward_key=reward_key,
+            on_batch=on_batch,
+        )
     policy_of = policy_factory or policy_for_trainer
     return runner_rollout_func(
         lambda trainer: RolloutEngine(spec, policy_of(trainer), servers, config_for(trainer, base)),

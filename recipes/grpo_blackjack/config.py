@@ -101,6 +101,9 @@ class RolloutSection(_Strict):
     same_deal_per_group: bool = False
     invalid_action_reward: float = -1.0
     system_prompt: str | None = None  # e.g. "Answer hit or stand." for chat models (tiny: none)
+    #: > 0: rollouts overlap training, played by weights at most this many optimizer steps old
+    #: (the loss corrects with TRL's truncated importance ratio); 0: on-policy, synchronous
+    max_staleness: int = Field(0, ge=0)
 
 
 class GRPOSection(_Strict):

@@ -30,13 +30,17 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     import torch
     from blackjack_env.text_spec import BlackjackTextSpec
     from datasets import Dataset
-    from trl import GRPOTrainer
 
     from openenv_train.trainers import JsonlMetricsCallback, make_rollout_func
 
     from .evaluate import TrainingEval
 
     started = time.perf_counter()
+    if cfg.rollout.max_staleness and (cfg.env.runtime == "ray" or cfg.grpo.use_vllm):
+        raise ValueError(
+            "rollout.max_staleness: overlap runs the in-process engine only; set it to 0 with "
+            "env.runtime: ray or grpo.use_vllm"
+        )
     if cfg.grpo.torch_threads:
         torch.set_num_threads(cfg.grpo.torch_threads)
     torch.manual_seed(cfg.seed)
@@ -68,10 +72,14 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         )
     else:
         rollout_func = make_rollout_func(
-            spec, urls, config=rollout_config(cfg), on_batch=evals.on_batch
+            spec,
+            urls,
+            config=rollout_config(cfg),
+            on_batch=evals.on_batch,
+            max_staleness=cfg.rollout.max_staleness,
         )
     try:
-        trainer = GRPOTrainer(
+        trainer = trainer_class(cfg)(
             model=model,
             reward_funcs=reward_funcs(cfg),
             args=grpo_args(cfg, out),
@@ -198,10 +206,23 @@ def rollout_config(cfg: RecipeConfig) -> Any:
         max_new_tokens=r.max_new_tokens,
         max_concurrency=r.max_concurrency,
         max_batch_size=r.max_batch_size,
-        # no sampling seed: RolloutConfig.seed reseeds EVERY policy call alike, which correlates
-        # the samples of successive calls; torch.manual_seed(cfg.seed) in run() seeds it once
+        # every episode turn draws from its own stream seeded from (seed, batch, row, turn):
+        # two runs with one seed sample alike however the batcher groups the model calls
+        episode_seed=cfg.seed,
         system_prompt=r.system_prompt,
     )
+
+
+def trainer_class(cfg: RecipeConfig) -> Any:
+    """TRL's ``GRPOTrainer``; with ``rollout.max_staleness`` > 0 the subclass that corrects the
+    loss for rows sampled by older weights (``OffPolicyGRPOTrainer``)."""
+    if cfg.rollout.max_staleness:
+        from openenv_train.trainers.offpolicy import OffPolicyGRPOTrainer
+
+        return OffPolicyGRPOTrainer
+    from trl import GRPOTrainer
+
+    return GRPOTrainer
 
 
 def reward_funcs(cfg: RecipeConfig) -> list[Any]:
@@ -252,6 +273,11 @@ def grpo_args(cfg: RecipeConfig, out: Path) -> Any:
         disable_tqdm=cfg.progress,
         dataloader_num_workers=0,
     )
+    if cfg.rollout.max_staleness:  # TRL's correction, per token, truncated (grpo.extra overrides)
+        kwargs.update(
+            vllm_importance_sampling_correction=True,
+            vllm_importance_sampling_mode="token_truncate",
+        )
     if cfg.format_reward_weight:
         kwargs["reward_weights"] = [1.0, cfg.format_reward_weight]
     if g.use_vllm:

@@ -1,0 +1,152 @@
+"""Overlapped rollouts (``max_staleness`` > 0) on real BlackJack servers and a real TRL trainer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def _args(tmp_path, *, max_steps: int, lr: float = 1e-2, batch: int = 16):
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(tmp_path / "trainer"),
+        max_steps=max_steps,
+        num_generations=4,
+        per_device_train_batch_size=batch,
+        learning_rate=lr,
+        beta=0.0,
+        loss_type="dapo",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        max_completion_length=64,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_truncate",
+    )
+
+
+def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_funcs=None, **kw):
+    from datasets import Dataset
+
+    from openenv_train.trainers import env_reward
+    from openenv_train.trainers.offpolicy import OffPolicyGRPOTrainer
+
+    return OffPolicyGRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs or [env_reward],
+        args=_args(tmp_path, max_steps=max_steps, **kw),
+        train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
+        processing_class=tok,
+        rollout_func=rollout_func,
+    )
+
+
+@pytest.fixture()
+def warmed(tiny_model):
+    from blackjack_env.text_spec import random_episode
+
+    from openenv_train.trainers import quick_format_warmup
+
+    model, tok = tiny_model
+    quick_format_warmup(model, tok, random_episode)
+    return model, tok
+
+
+def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
+    blackjack_servers, warmed, tmp_path
+) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    f = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=1)
+    prompts = ["blackjack"] * 16
+    try:
+        trainer = _trainer(model, tok, f, tmp_path)
+        out0 = f(prompts, trainer)  # step 0: played now with version 0
+        assert out0["policy_version"] == [0] * 16
+        producer_model = f.get_runner().policy.model
+        assert producer_model is not model  # the producer samples its own copy
+        with torch.no_grad():  # an "optimizer step": the trainer's weights move
+            for p in model.parameters():
+                p.add_(0.01)
+        trainer.state.global_step = 1
+        out1 = f(prompts, trainer)  # prefetched while "step 0 trained": version 0, lag 1
+        assert out1["policy_version"] == [0] * 16
+        assert f.last_batch.metrics["staleness"] == 1
+        assert all(r.metrics["policy_version"] == 0 for r in f.last_batch.records)
+        trainer.state.global_step = (
+            4  # three steps with no rollout: the prefetched batch is too old
+        )
+        out4 = f(prompts, trainer)
+        assert f.stats.stale_batches_dropped == 1 and f.stats.stale_rows_dropped == 16
+        assert f.last_batch.metrics["stale_rows_dropped"] == 16
+        assert out4["policy_version"][0] >= 1  # played after the newer weights were published
+        for mine, theirs in zip(producer_model.parameters(), model.parameters(), strict=True):
+            assert torch.equal(mine, theirs)  # the copy holds the published weights
+        assert len(out4["completion_ids"]) == 16 and all(out4["completion_ids"])
+    finally:
+        f.close()
+
+
+def test_max_staleness_0_is_the_synchronous_path_on_the_live_model(
+    blackjack_servers, warmed, tmp_path
+) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    f = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=0)
+    try:
+        out = f(["blackjack"] * 8, _trainer(model, tok, f, tmp_path))
+        assert f.get_runner().policy.model is model  # no copy, no producer
+        assert not hasattr(f, "stats") and "policy_version" not in out
+    finally:
+        f.close()
+    with pytest.raises(ValueError, match="max_staleness"):
+        make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=-1)
+
+
+def test_training_with_max_staleness_1_learns_and_corrects(
+    blackjack_servers, warmed, tmp_path
+) -> None:
+    """A reward for answering ``stand`` first: the overlapped, IS-corrected loss must learn it."""
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    stand = tok.convert_tokens_to_ids("stand")
+    first_stand: list[float] = []
+
+    def stand_first(completion_ids, **kwargs):
+        return [1.0 if ids[0] == stand else 0.0 for ids in completion_ids]
+
+    def record(batch):
+        rows = batch.records
+        first_stand.append(sum(r.completion_ids[0] == stand for r in rows) / len(rows))
+
+    f = make_rollout_func(
+        BlackjackTextSpec(seed=2), blackjack_servers, max_staleness=1, on_batch=record
+    )
+    try:
+        trainer = _trainer(
+            model, tok, f, tmp_path, max_steps=24, reward_funcs=[stand_first], batch=32
+        )
+        trainer.train()
+        staleness = list(f.stats.staleness)
+    finally:
+        f.close()
+    assert staleness[0] == 0 and set(staleness[1:]) == {1}  # every later batch overlapped a step
+    early, late = sum(first_stand[:3]) / 3, sum(first_stand[-3:]) / 3
+    assert late > 0.9 and late > early + 0.2, first_stand
+    logs = [h for h in trainer.state.log_history if "sampling/importance_sampling_ratio/mean" in h]
+    assert logs, "the importance-sampling correction must run (its metrics are logged)"
+    assert any(h["sampling/importance_sampling_ratio/mean"] != 1.0 for h in logs)
