@@ -44,3 +44,20 @@ class OffPolicyGRPOTrainer(GRPOTrainer):
             return super()._compute_loss(model, inputs)
         with self._correcting():
             return super()._compute_loss(model, inputs)
+
+
+def grpo_trainer_class(*, off_policy: bool = False, length_buckets: bool = False) -> type:
+    """TRL's ``GRPOTrainer``, or a subclass with the importance-sampling correction for older
+    weights (``off_policy``) and/or per-length-bucket forward passes (``length_buckets``)."""
+    from .buckets import LengthBucketedGRPOTrainer
+
+    bases: list[type] = []
+    if off_policy:
+        bases.append(OffPolicyGRPOTrainer)
+    if length_buckets:
+        bases.append(LengthBucketedGRPOTrainer)
+    if not bases:
+        return GRPOTrainer
+    if len(bases) == 1:
+        return bases[0]
+    return type("OffPolicyBucketedGRPOTrainer", tuple(bases), {})

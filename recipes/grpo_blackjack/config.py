@@ -132,6 +132,9 @@ class GRPOSection(_Strict):
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     logging_steps: int = Field(10, ge=1)
     torch_threads: int | None = Field(1, ge=1)
+    #: forward/backward per completion-length bucket instead of padding every row to the
+    #: longest (same loss up to float rounding; openenv_train.trainers.buckets)
+    length_buckets: bool = True
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")

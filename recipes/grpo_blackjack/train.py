@@ -214,15 +214,13 @@ def rollout_config(cfg: RecipeConfig) -> Any:
 
 
 def trainer_class(cfg: RecipeConfig) -> Any:
-    """TRL's ``GRPOTrainer``; with ``rollout.max_staleness`` > 0 the subclass that corrects the
-    loss for rows sampled by older weights (``OffPolicyGRPOTrainer``)."""
-    if cfg.rollout.max_staleness:
-        from openenv_train.trainers.offpolicy import OffPolicyGRPOTrainer
+    """TRL's ``GRPOTrainer``, subclassed for ``grpo.length_buckets`` (no forward pass over
+    padding) and ``rollout.max_staleness`` > 0 (the loss corrects rows of older weights)."""
+    from openenv_train.trainers.offpolicy import grpo_trainer_class
 
-        return OffPolicyGRPOTrainer
-    from trl import GRPOTrainer
-
-    return GRPOTrainer
+    return grpo_trainer_class(
+        off_policy=cfg.rollout.max_staleness > 0, length_buckets=cfg.grpo.length_buckets
+    )
 
 
 def reward_funcs(cfg: RecipeConfig) -> list[Any]:
