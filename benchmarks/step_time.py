@@ -175,13 +175,11 @@ def report(samples: list[dict[str, float]], skip: int, title: str) -> Table:
     return table
 
 
-def run(args: argparse.Namespace) -> list[dict[str, float]]:
+def load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    """``(cfg, model, tokenizer, servers)``: the demo config with ``--steps``, its warmed-up tiny
+    model and its started env servers."""
     import torch
-    from blackjack_env.text_spec import BlackjackTextSpec
-    from datasets import Dataset
-    from transformers import TrainerCallback
 
-    from openenv_train.trainers import make_rollout_func
     from recipes.grpo_blackjack import train as recipe
     from recipes.grpo_blackjack.config import load_config
 
@@ -190,17 +188,37 @@ def run(args: argparse.Namespace) -> list[dict[str, float]]:
     cfg = cfg.model_copy(update={"grpo": cfg.grpo.model_copy(update=updates)})
     if args.warmup_steps is not None:
         cfg.model.warmup_steps = args.warmup_steps
-    if args.max_staleness is not None and hasattr(cfg.rollout, "max_staleness"):
-        cfg.rollout.max_staleness = args.max_staleness
     if cfg.grpo.torch_threads:
         torch.set_num_threads(cfg.grpo.torch_threads)
     torch.manual_seed(cfg.seed)
     model, tokenizer = recipe.load_model(cfg, lambda *a, **k: None)
-    servers, urls = recipe.start_servers(cfg)
-    clock = StepClock([p.pid for p in servers or [] if getattr(p, "pid", None)])
-    spec = BlackjackTextSpec(seed=cfg.seed)
+    servers, _ = recipe.start_servers(cfg)
+    return cfg, model, tokenizer, servers
+
+
+def train_steps(
+    cfg: Any, model: Any, tokenizer: Any, servers: Any, max_staleness: int, out: Path
+) -> list[dict[str, float]]:
+    """``cfg.grpo.max_steps`` timed GRPO steps of ``model`` (trained in place) with the given
+    ``rollout.max_staleness``; one sample per step."""
+    from blackjack_env.text_spec import BlackjackTextSpec
+    from datasets import Dataset
+    from transformers import TrainerCallback
+
+    from openenv_train.trainers import make_rollout_func
+    from recipes.grpo_blackjack import train as recipe
+
+    cfg = cfg.model_copy(
+        update={"rollout": cfg.rollout.model_copy(update={"max_staleness": max_staleness})}
+    )
+    clock = StepClock([p.pid for p in servers if getattr(p, "pid", None)])
     rollout_func = clock.wrap_rollout(
-        make_rollout_func(spec, urls, config=recipe.rollout_config(cfg), **_overlap_kwargs(cfg))
+        make_rollout_func(
+            BlackjackTextSpec(seed=cfg.seed),
+            servers.base_urls,
+            config=recipe.rollout_config(cfg),
+            max_staleness=max_staleness,
+        )
     )
 
     class Clock(TrainerCallback):
@@ -210,7 +228,6 @@ def run(args: argparse.Namespace) -> list[dict[str, float]]:
         def on_step_end(self, *a: Any, **k: Any) -> None:
             clock.on_step_end()
 
-    out = Path(args.out)
     try:
         trainer = recipe.trainer_class(cfg)(
             model=model,
@@ -225,14 +242,7 @@ def run(args: argparse.Namespace) -> list[dict[str, float]]:
         trainer.train()
     finally:
         rollout_func.close()
-        if servers is not None:
-            servers.stop()
     return clock.samples
-
-
-def _overlap_kwargs(cfg: Any) -> dict[str, Any]:
-    staleness = getattr(cfg.rollout, "max_staleness", 0)
-    return {"max_staleness": staleness} if staleness else {}
 
 
 def main() -> None:
@@ -241,11 +251,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--skip", type=int, default=2, help="first steps left out (warm-up)")
     ap.add_argument("--warmup-steps", type=int, default=None, help="format warm-up override")
-    ap.add_argument("--max-staleness", type=int, default=None)
+    ap.add_argument("--max-staleness", type=int, default=None, help="default: the config's")
     ap.add_argument("--out", default="/tmp/step_time_run")
     args = ap.parse_args()
-    samples = run(args)
-    console.print(report(samples, args.skip, f"{args.config}, max_staleness={args.max_staleness}"))
+    cfg, model, tokenizer, servers = load(args)
+    staleness = cfg.rollout.max_staleness if args.max_staleness is None else args.max_staleness
+    try:
+        samples = train_steps(cfg, model, tokenizer, servers, staleness, Path(args.out))
+    finally:
+        servers.stop()
+    console.print(report(samples, args.skip, f"{args.config}, max_staleness={staleness}"))
 
 
 if __name__ == "__main__":

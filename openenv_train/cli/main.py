@@ -7,6 +7,7 @@
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
+    openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .recipes import RecipeError, get_recipe
 
@@ -112,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     register_envs(sub)
+    register_curve(sub)
     return parser
 
 

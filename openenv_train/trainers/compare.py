@@ -65,7 +65,13 @@ def plot_compare(
                     ax.plot(xs, ys, marker="o", markersize=3, color=f"C{i}", label=name)
             for j, (bname, base) in enumerate((baselines or {}).items()):
                 if key in base:
-                    ax.axhline(base[key], linestyle="--", linewidth=1, color=f"C{len(runs) + j}")
+                    ax.axhline(
+                        base[key],
+                        linestyle="--",
+                        linewidth=1,
+                        color=f"C{len(runs) + j}",
+                        label=bname,
+                    )
             ax.set_xlabel(x_label)
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)

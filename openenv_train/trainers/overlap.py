@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,12 @@ class WeightMailbox:
             return loaded
         model.load_state_dict(latest[1])
         return latest[0]
+
+
+#: The GIL switch interval while a producer runs (Python's default is 5 ms). The trainer thread
+#: makes many short torch calls, each releasing and re-taking the GIL; with the rollout loop's
+#: Python work running beside it, each re-take could wait a whole interval.
+SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass
@@ -134,6 +141,8 @@ def overlapped_rollout_func(
                 return
 
     async def start(trainer: Any, g: int) -> None:
+        state["switch"] = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         state["runner"] = make_runner(trainer)
         queue["slots"] = asyncio.Semaphore(max_staleness)
         queue["ready"] = asyncio.Queue()
@@ -206,6 +215,8 @@ def overlapped_rollout_func(
         if not loop.loop.is_closed():
             loop.run(shutdown())
         loop.close()
+        if "switch" in state:
+            sys.setswitchinterval(state.pop("switch"))
 
     rollout_func.close = close  # type: ignore[attr-defined]
     rollout_func.last_batch = None  # type: ignore[attr-defined]

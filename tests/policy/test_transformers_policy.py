@@ -192,7 +192,9 @@ async def test_row_seeds_sample_alike_whatever_else_shares_the_batch(policy, tin
     seeds = list(range(100, 112))
     sampling = SamplingSettings(max_new_tokens=4, temperature=1.0)
     together = await policy.generate(prompts, sampling, seeds)
-    alone = [(await policy.generate([p], sampling, [s]))[0] for p, s in zip(prompts, seeds)]
+    alone = [
+        (await policy.generate([p], sampling, [s]))[0] for p, s in zip(prompts, seeds, strict=True)
+    ]
     reordered = await policy.generate(prompts[::-1], sampling, seeds[::-1])
     for a, b, c in zip(together, alone, reordered[::-1], strict=True):
         assert a.token_ids == b.token_ids == c.token_ids

@@ -28,7 +28,7 @@ def _run(tmp_path: Path, name: str) -> list[dict]:
                 "num_generations": 4,
                 "logging_steps": 1,
             },
-            "eval": {"hands": 200, "every": 10, "periodic_hands": 50},
+            "eval": {"hands": 200, "every": 1, "periodic_hands": 50},
         },
         base=tmp_path,
     )
@@ -52,3 +52,21 @@ def test_two_seeded_runs_log_identical_rewards(tmp_path: Path) -> None:
     assert picked(a, "eval_after", ("win", "mean_return")) == picked(
         b, "eval_after", ("win", "mean_return")
     )
+
+    # the two runs side by side (``openenv-train curve``): one PNG, both runs' last points
+    from openenv_train.cli.main import main
+
+    png = tmp_path / "compare.png"
+    assert main(["curve", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_curve_names_a_folder_without_a_curve(tmp_path: Path) -> None:
+    import pytest
+
+    from openenv_train.trainers.compare import compare_runs, read_curve
+
+    with pytest.raises(ValueError, match="no learning curve"):
+        read_curve(tmp_path)
+    with pytest.raises(ValueError, match="at least two"):
+        compare_runs([tmp_path], tmp_path / "x.png")

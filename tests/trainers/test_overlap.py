@@ -150,3 +150,46 @@ def test_training_with_max_staleness_1_learns_and_corrects(
     logs = [h for h in trainer.state.log_history if "sampling/importance_sampling_ratio/mean" in h]
     assert logs, "the importance-sampling correction must run (its metrics are logged)"
     assert any(h["sampling/importance_sampling_ratio/mean"] != 1.0 for h in logs)
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "sequence_mask"])
+def test_in_loss_ratio_equals_trls_own_correction(
+    blackjack_servers, warmed, tmp_path, mode
+) -> None:
+    """The ratio taken from the loss forward equals TRL's (extra forward pass) on stale rows."""
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    inner = make_rollout_func(BlackjackTextSpec(seed=5), blackjack_servers)
+
+    def stale_rollout(prompts, trainer):  # the weights move after sampling: rows are "stale"
+        out = inner(prompts, trainer)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.05)
+        return out
+
+    stale_rollout.close = inner.close
+    try:
+        trainer = _trainer(model, tok, stale_rollout, tmp_path)
+        trainer.args.vllm_importance_sampling_mode = trainer.vllm_importance_sampling_mode = mode
+        trainer._trl_path = lambda: True  # TRL's extra forward computes the reference ratio
+        inputs = trainer._generate_and_score_completions([{"prompt": "blackjack"}] * 16)
+    finally:
+        inner.close()
+    ref = inputs.pop("importance_sampling_ratio")
+    ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+    am = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            model, ids, am, inputs["completion_ids"].size(1)
+        )
+    mine = trainer._ratio(logps, inputs)
+    mask = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
+    if mode.startswith("token"):
+        torch.testing.assert_close(mine[mask], ref[mask], atol=1e-5, rtol=1e-4)
+        assert (ref[mask] != 1.0).any()
+    else:
+        torch.testing.assert_close(mine, ref, atol=1e-5, rtol=1e-4)
