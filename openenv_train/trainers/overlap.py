@@ -27,7 +27,14 @@ from typing import Any
 from ..policy.base import Policy
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
-from .rollout import LoopThread, RolloutFunc, _group_size_of, _unwrap, tokenizer_of
+from .rollout import (
+    LoopThread,
+    RolloutFunc,
+    _group_size_of,
+    _unwrap,
+    freeze_heap,
+    tokenizer_of,
+)
 
 
 class WeightMailbox:
@@ -160,6 +167,7 @@ def overlapped_rollout_func(
         if state["runner"] is None:
             loop.run(start(trainer, _group_size_of(trainer, group_size)))
             state["trainer"] = trainer
+            freeze_heap()
         elif trainer is not state["trainer"]:
             raise RuntimeError(
                 "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
