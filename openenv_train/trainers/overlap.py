@@ -1,8 +1,9 @@
 """Rollouts that overlap training: while TRL computes step k, the engine plays step k+1's episodes.
 
-A producer task on the rollout function's event loop plays batches back to back with its own
-copy of the policy weights. At every ``rollout_func`` call (right after an optimizer step) the
-trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
+A producer plays batches back to back with its own copy of the policy weights: in a child
+process (``overlap_process.ProcessProducer``, the default: its own GIL) or as a task on the
+rollout function's event loop (:class:`ThreadProducer`). At every ``rollout_func`` call (right
+after an optimizer step) the trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
 policy version); the producer loads the newest copy at its next batch boundary, so episodes in
 flight are never paused. At most ``max_staleness`` finished-or-running batches are ahead of the
 trainer; a batch older than ``max_staleness`` versions when TRL asks for it is dropped and
@@ -87,17 +88,22 @@ class OverlapStats:
     staleness: list[int] = field(default_factory=list)
 
 
+def check_in_process(trainer: Any) -> None:
+    """Overlap samples a copy of the trainer's model in-process: not with ``use_vllm``."""
+    if getattr(getattr(trainer, "args", None), "use_vllm", False):
+        raise ValueError(
+            "rollout.max_staleness > 0 runs in-process generation; with use_vllm use TRL's "
+            "AsyncGRPOTrainer path instead, or set max_staleness: 0"
+        )
+
+
 def copy_policy_for(trainer: Any) -> Policy:
     """A ``TransformersPolicy`` on a private copy of the trainer's model (the producer's weights)."""
     import torch
 
     from ..policy.transformers_policy import TransformersPolicy
 
-    if getattr(getattr(trainer, "args", None), "use_vllm", False):
-        raise ValueError(
-            "rollout.max_staleness > 0 runs in-process generation; with use_vllm use TRL's "
-            "AsyncGRPOTrainer path instead, or set max_staleness: 0"
-        )
+    check_in_process(trainer)
     model = copy.deepcopy(_unwrap(trainer)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
@@ -106,66 +112,115 @@ def copy_policy_for(trainer: Any) -> Policy:
     )
 
 
-def overlapped_rollout_func(
-    make_runner: Callable[[Any], EpisodeRunner],
-    *,
-    max_staleness: int,
-    group_size: int | None = None,
-    reward_key: str = "env_reward",
-    on_batch: Callable[[RolloutBatch], None] | None = None,
-) -> RolloutFunc:
-    """A TRL ``rollout_func`` whose batches are played ahead of the trainer (see module doc).
+class ThreadProducer:
+    """Plays batches ahead on the rollout function's own event loop (this process, this GIL)."""
 
-    ``make_runner(trainer)`` must build a runner whose policy samples a model of its own
-    (``runner.policy.model``), e.g. from :func:`copy_policy_for`. Same extras as
-    ``runner_rollout_func``: ``.close()``, ``.get_runner()``, ``.last_batch``, plus ``.stats``.
-    """
-    if max_staleness < 1:
-        raise ValueError(
-            f"max_staleness={max_staleness}: overlap needs >= 1 (0 is the synchronous path)"
-        )
-    loop = LoopThread(name="openenv-train-rollout")
-    mailbox = WeightMailbox()
-    stats = OverlapStats()
-    state: dict[str, Any] = {"runner": None, "trainer": None, "task": None, "prompts": None}
-    queue: dict[str, Any] = {}
+    def __init__(self, make_runner: Callable[[Any], EpisodeRunner], max_staleness: int) -> None:
+        self.make_runner, self.max_staleness = make_runner, max_staleness
+        self.loop = LoopThread(name="openenv-train-rollout")
+        self.mailbox = WeightMailbox()
+        self.prompts: list[Any] = []
+        self.runner: EpisodeRunner | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._switch: float | None = None
 
-    async def produce(g: int) -> None:
-        runner: EpisodeRunner = state["runner"]
-        loaded = -1
+    def get_runner(self) -> EpisodeRunner | None:
+        return self.runner
+
+    def start(self, trainer: Any, group_size: int) -> None:
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        self.loop.run(self._start(trainer, group_size))
+
+    async def _start(self, trainer: Any, g: int) -> None:
+        self.runner = self.make_runner(trainer)
+        self._slots = asyncio.Semaphore(self.max_staleness)
+        self._ready: asyncio.Queue[_Made] = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(self._produce(g), name="producer")
+
+    async def _produce(self, g: int) -> None:
+        runner, loaded = self.runner, -1
+        assert runner is not None
         while True:
-            await queue["slots"].acquire()
-            loaded = mailbox.apply(runner.policy.model, loaded)  # type: ignore[union-attr]
-            made = _Made(loaded, list(state["prompts"]))
+            await self._slots.acquire()
+            loaded = self.mailbox.apply(runner.policy.model, loaded)  # type: ignore[union-attr]
+            made = _Made(loaded, list(self.prompts))
             try:
                 made.batch = await runner.run(made.prompts, g)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # handed to the trainer's thread, raised there
                 made.error = exc
-            queue["ready"].put_nowait(made)
+            self._ready.put_nowait(made)
             if made.error is not None:
                 return
 
-    async def start(trainer: Any, g: int) -> None:
-        state["switch"] = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-        state["runner"] = make_runner(trainer)
-        queue["slots"] = asyncio.Semaphore(max_staleness)
-        queue["ready"] = asyncio.Queue()
-        state["task"] = asyncio.get_running_loop().create_task(produce(g), name="rollout-producer")
+    def publish(self, model: Any, version: int, prompts: list[Any]) -> None:
+        self.mailbox.publish(model, version)
+        self.prompts = list(prompts)
 
-    async def take() -> _Made:
-        made = await queue["ready"].get()
-        queue["slots"].release()
+    def take(self) -> tuple[int, list[Any], RolloutBatch]:
+        made = self.loop.run(self._take())
+        if made.error is not None:
+            raise made.error
+        assert made.batch is not None
+        return made.version, made.prompts, made.batch
+
+    async def _take(self) -> _Made:
+        made = await self._ready.get()
+        self._slots.release()
         return made
+
+    async def _shutdown(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except BaseException:  # noqa: BLE001 - cancelled or already failed: both end here
+                pass
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            await runner.aclose()
+            if runner.policy is not None:
+                await runner.policy.aclose()
+
+    def close(self) -> None:
+        if not self.loop.loop.is_closed():
+            self.loop.run(self._shutdown())
+        self.loop.close()
+        if self._switch is not None:
+            sys.setswitchinterval(self._switch)
+            self._switch = None
+
+
+def overlapped_rollout_func(
+    producer: Any,
+    *,
+    max_staleness: int,
+    start: Callable[[Any, int], None],
+    group_size: int | None = None,
+    reward_key: str = "env_reward",
+    on_batch: Callable[[RolloutBatch], None] | None = None,
+) -> RolloutFunc:
+    """A TRL ``rollout_func`` whose batches ``producer`` plays ahead of the trainer (module doc).
+
+    ``producer`` is a :class:`ThreadProducer` or an ``overlap_process.ProcessProducer``;
+    ``start(trainer, group_size)`` starts it at the first call. Extras as ``runner_rollout_func``:
+    ``.close()``, ``.get_runner()``, ``.last_batch``, plus ``.stats`` (:class:`OverlapStats`).
+    """
+    if max_staleness < 1:
+        raise ValueError(
+            f"max_staleness={max_staleness}: overlap needs >= 1 (0 is the synchronous path)"
+        )
+    stats = OverlapStats()
+    state: dict[str, Any] = {"trainer": None}
 
     def rollout_func(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
         version = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
-        mailbox.publish(_unwrap(trainer), version)
-        state["prompts"] = list(prompts)
-        if state["runner"] is None:
-            loop.run(start(trainer, _group_size_of(trainer, group_size)))
+        producer.publish(_unwrap(trainer), version, list(prompts))
+        if state["trainer"] is None:
+            start(trainer, _group_size_of(trainer, group_size))
             state["trainer"] = trainer
             freeze_heap()
         elif trainer is not state["trainer"]:
@@ -173,26 +228,22 @@ def overlapped_rollout_func(
                 "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
             )
         while True:
-            made = loop.run(take())
-            if made.error is not None:
-                raise made.error
-            assert made.batch is not None
-            if made.prompts != state["prompts"]:
+            made_version, made_prompts, batch = producer.take()
+            if made_prompts != list(prompts):
                 stats.prompt_mismatch_drops += 1
                 continue
-            lag = version - made.version
+            lag = version - made_version
             if lag > max_staleness:
                 stats.stale_batches_dropped += 1
-                stats.stale_rows_dropped += len(made.batch.rows)
+                stats.stale_rows_dropped += len(batch.rows)
                 continue
             break
-        batch = made.batch
         stats.batches += 1
         stats.staleness.append(lag)
         for r in batch.records:
-            r.metrics["policy_version"] = made.version
+            r.metrics["policy_version"] = made_version
         batch.metrics.update(
-            policy_version=made.version,
+            policy_version=made_version,
             staleness=lag,
             stale_batches_dropped=stats.stale_batches_dropped,
             stale_rows_dropped=stats.stale_rows_dropped,
@@ -202,32 +253,11 @@ def overlapped_rollout_func(
         if on_batch is not None:
             on_batch(batch)
         out = batch.to_trl(reward_key)
-        out["policy_version"] = [made.version] * len(batch.rows)
+        out["policy_version"] = [made_version] * len(batch.rows)
         return out
 
-    async def shutdown() -> None:
-        task, state["task"] = state["task"], None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except BaseException:  # noqa: BLE001 - cancelled or already failed: both end here
-                pass
-        runner, state["runner"] = state["runner"], None
-        if runner is not None:
-            await runner.aclose()
-            if runner.policy is not None:
-                await runner.policy.aclose()
-
-    def close() -> None:
-        if not loop.loop.is_closed():
-            loop.run(shutdown())
-        loop.close()
-        if "switch" in state:
-            sys.setswitchinterval(state.pop("switch"))
-
-    rollout_func.close = close  # type: ignore[attr-defined]
+    rollout_func.close = producer.close  # type: ignore[attr-defined]
     rollout_func.last_batch = None  # type: ignore[attr-defined]
-    rollout_func.get_runner = lambda: state["runner"]  # type: ignore[attr-defined]
+    rollout_func.get_runner = producer.get_runner  # type: ignore[attr-defined]
     rollout_func.stats = stats  # type: ignore[attr-defined]
     return rollout_func

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from ..harness.adapters import HarnessAdapter, ModelStep
 from ..harness.runner import TOOL_CALLING, HarnessRunner
 from ..policy.base import Policy
-from ..rollout.engine import RolloutEngine
+from ..rollout.engine import RolloutEngine, base_urls_of
 from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
@@ -213,6 +213,7 @@ def make_rollout_func(
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
     max_staleness: int = 0,
+    overlap: str = "process",
 ) -> RolloutFunc:
     """A TRL ``rollout_func(prompts, trainer)`` that plays one ``spec`` episode per prompt on
     ``servers`` (base URLs or started providers) with the batched ``RolloutEngine``.
@@ -225,6 +226,9 @@ def make_rollout_func(
     ``max_staleness`` > 0 plays batches ahead of the trainer on a copy of its weights
     (``overlap.overlapped_rollout_func``; rows also carry ``policy_version``); train with
     ``OffPolicyGRPOTrainer`` so the loss corrects for the older weights. 0: synchronous.
+    ``overlap``: where the producer runs, ``"process"`` (a child process with its own GIL; the
+    in-process ``TransformersPolicy`` only) or ``"thread"`` (this process's rollout loop; any
+    ``policy_factory``).
     """
     if not servers:
         raise ValueError(
@@ -234,19 +238,64 @@ def make_rollout_func(
         raise ValueError(f"max_staleness={max_staleness}: must be >= 0 (0 = no overlap)")
     base = config or RolloutConfig()
     if max_staleness:
-        from .overlap import copy_policy_for, overlapped_rollout_func
-
-        copy_of = policy_factory or copy_policy_for
-        return overlapped_rollout_func(
-            lambda t: RolloutEngine(spec, copy_of(t), servers, config_for(t, base)),
-            max_staleness=max_staleness,
-            group_size=group_size,
-            reward_key=reward_key,
-            on_batch=on_batch,
+        return _overlapped(
+            spec,
+            servers,
+            base,
+            policy_factory,
+            max_staleness,
+            overlap,
+            group_size,
+            reward_key,
+            on_batch,
         )
     policy_of = policy_factory or policy_for_trainer
     return runner_rollout_func(
         lambda trainer: RolloutEngine(spec, policy_of(trainer), servers, config_for(trainer, base)),
+        group_size=group_size,
+        reward_key=reward_key,
+        on_batch=on_batch,
+    )
+
+
+def _overlapped(
+    spec: TextEnvSpec,
+    servers: Sequence[Any],
+    base: RolloutConfig,
+    policy_factory: Callable[[Any], Policy] | None,
+    max_staleness: int,
+    overlap: str,
+    group_size: int | None,
+    reward_key: str,
+    on_batch: Callable[[RolloutBatch], None] | None,
+) -> RolloutFunc:
+    from .overlap import ThreadProducer, check_in_process, copy_policy_for, overlapped_rollout_func
+
+    if overlap == "thread":
+        copy_of = policy_factory or copy_policy_for
+        producer: Any = ThreadProducer(
+            lambda t: RolloutEngine(spec, copy_of(t), servers, config_for(t, base)), max_staleness
+        )
+        start = producer.start
+    elif overlap == "process":
+        if policy_factory is not None:
+            raise ValueError(
+                "policy_factory: the process producer samples a copy of the trainer's model; "
+                'pass overlap="thread" to use your own policy'
+            )
+        from .overlap_process import ProcessProducer
+
+        producer = ProcessProducer(spec, base_urls_of(servers), max_staleness)
+
+        def start(trainer: Any, g: int) -> None:
+            check_in_process(trainer)
+            producer.start(_unwrap(trainer), tokenizer_of(trainer), config_for(trainer, base), g)
+    else:
+        raise ValueError(f'overlap={overlap!r}: use "process" or "thread"')
+    return overlapped_rollout_func(
+        producer,
+        max_staleness=max_staleness,
+        start=start,
         group_size=group_size,
         reward_key=reward_key,
         on_batch=on_batch,

@@ -57,21 +57,25 @@ def warmed(tiny_model):
     return model, tok
 
 
+@pytest.mark.parametrize("overlap", ["process", "thread"])
 def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
-    blackjack_servers, warmed, tmp_path
+    blackjack_servers, warmed, tmp_path, overlap
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
     from openenv_train.trainers import make_rollout_func
 
     model, tok = warmed
-    f = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=1)
+    f = make_rollout_func(
+        BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=1, overlap=overlap
+    )
     prompts = ["blackjack"] * 16
     try:
         trainer = _trainer(model, tok, f, tmp_path)
         out0 = f(prompts, trainer)  # step 0: played now with version 0
         assert out0["policy_version"] == [0] * 16
-        producer_model = f.get_runner().policy.model
+        runner = f.get_runner()  # None: the process producer's runner lives in the child
+        producer_model = runner.policy.model if runner is not None else None
         assert producer_model is not model  # the producer samples its own copy
         with torch.no_grad():  # an "optimizer step": the trainer's weights move
             for p in model.parameters():
@@ -88,8 +92,9 @@ def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
         assert f.stats.stale_batches_dropped == 1 and f.stats.stale_rows_dropped == 16
         assert f.last_batch.metrics["stale_rows_dropped"] == 16
         assert out4["policy_version"][0] >= 1  # played after the newer weights were published
-        for mine, theirs in zip(producer_model.parameters(), model.parameters(), strict=True):
-            assert torch.equal(mine, theirs)  # the copy holds the published weights
+        if producer_model is not None:
+            for mine, theirs in zip(producer_model.parameters(), model.parameters(), strict=True):
+                assert torch.equal(mine, theirs)  # the copy holds the published weights
         assert len(out4["completion_ids"]) == 16 and all(out4["completion_ids"])
     finally:
         f.close()
