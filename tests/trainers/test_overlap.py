@@ -4,57 +4,23 @@ from __future__ import annotations
 
 import pytest
 import torch
+from trainers_helpers import tiny_grpo_trainer
 
 
-def _args(tmp_path, *, max_steps: int, lr: float = 1e-2, batch: int = 16):
-    from trl import GRPOConfig
-
-    return GRPOConfig(
-        output_dir=str(tmp_path / "trainer"),
-        max_steps=max_steps,
-        num_generations=4,
-        per_device_train_batch_size=batch,
-        learning_rate=lr,
-        beta=0.0,
-        loss_type="dapo",
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        max_completion_length=64,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        disable_tqdm=True,
-        vllm_importance_sampling_correction=True,
-        vllm_importance_sampling_mode="token_truncate",
-    )
-
-
-def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_funcs=None, **kw):
-    from datasets import Dataset
-
-    from openenv_train.trainers import env_reward
+def _trainer(model, tok, rollout_func, tmp_path, **kw):
     from openenv_train.trainers.offpolicy import OffPolicyGRPOTrainer
 
-    return OffPolicyGRPOTrainer(
-        model=model,
-        reward_funcs=reward_funcs or [env_reward],
-        args=_args(tmp_path, max_steps=max_steps, **kw),
-        train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
-        processing_class=tok,
-        rollout_func=rollout_func,
+    return tiny_grpo_trainer(
+        model,
+        tok,
+        rollout_func,
+        tmp_path,
+        cls=OffPolicyGRPOTrainer,
+        use_adaptive_entropy=False,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_truncate",
+        **kw,
     )
-
-
-@pytest.fixture()
-def warmed(tiny_model):
-    from blackjack_env.text_spec import random_episode
-
-    from openenv_train.trainers import quick_format_warmup
-
-    model, tok = tiny_model
-    quick_format_warmup(model, tok, random_episode)
-    return model, tok
 
 
 @pytest.mark.parametrize("overlap", ["process", "thread"])
@@ -143,7 +109,13 @@ def test_training_with_max_staleness_1_learns_and_corrects(
     )
     try:
         trainer = _trainer(
-            model, tok, f, tmp_path, max_steps=24, reward_funcs=[stand_first], batch=32
+            model,
+            tok,
+            f,
+            tmp_path,
+            max_steps=24,
+            reward_funcs=[stand_first],
+            per_device_train_batch_size=32,
         )
         trainer.train()
         staleness = list(f.stats.staleness)
