@@ -170,3 +170,15 @@ def test_in_loss_ratio_equals_trls_own_correction(
         assert (ref[mask] != 1.0).any()
     else:
         torch.testing.assert_close(mine, ref, atol=1e-5, rtol=1e-4)
+
+
+def test_the_async_cpu_config_is_the_default_plus_overlap() -> None:
+    from pathlib import Path
+
+    from recipes.grpo_blackjack.config import load_config
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    base = load_config(configs / "grpo_blackjack_cpu.yaml").model_dump()
+    mine = load_config(configs / "grpo_blackjack_cpu_async.yaml").model_dump()
+    assert base["rollout"].pop("max_staleness") == 0 and mine["rollout"].pop("max_staleness") == 1
+    assert base.pop("name") != mine.pop("name") and mine == base
