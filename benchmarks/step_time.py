@@ -54,7 +54,8 @@ def threads_by_role() -> dict[str, int | None]:
     return found
 
 
-def servers_cpu(pids: list[int]) -> float:
+def procs_cpu(pids: list[int]) -> float:
+    """CPU seconds of these processes and their children."""
     total = 0.0
     for pid in pids:
         try:
@@ -75,6 +76,10 @@ class StepClock:
         self.samples: list[dict[str, float]] = []
         self.cur: dict[str, float] = {}
         self._mark: dict[str, float] = {}
+
+    def producer_pids(self) -> list[int]:
+        """Child processes that are not env servers: the overlap producer (``max_staleness`` > 0)."""
+        return [c.pid for c in psutil.Process().children() if c.pid not in self.server_pids]
 
     def wrap_rollout(self, rollout_func: Any) -> Any:
         def timed(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
@@ -123,7 +128,8 @@ class StepClock:
     def on_step_begin(self) -> None:
         self._mark["wall"] = time.perf_counter()
         self._mark["threads"] = {k: thread_cpu(v) for k, v in threads_by_role().items()}  # type: ignore[assignment]
-        self._mark["servers"] = servers_cpu(self.server_pids)
+        self._mark["servers"] = procs_cpu(self.server_pids)
+        self._mark["producer"] = procs_cpu(self.producer_pids())
 
     def on_step_end(self) -> None:
         wall = time.perf_counter() - self._mark["wall"]
@@ -137,7 +143,8 @@ class StepClock:
         before: dict[str, float] = self._mark["threads"]  # type: ignore[assignment]
         for role, tid in threads_by_role().items():
             s[f"cpu: {role}"] = thread_cpu(tid) - before.get(role, 0.0)
-        s["cpu: env servers"] = servers_cpu(self.server_pids) - self._mark["servers"]
+        s["cpu: env servers"] = procs_cpu(self.server_pids) - self._mark["servers"]
+        s["cpu: producer process"] = procs_cpu(self.producer_pids()) - self._mark["producer"]
         self.samples.append(s)
 
 
@@ -160,6 +167,7 @@ def report(samples: list[dict[str, float]], skip: int, title: str) -> Table:
         "cpu: client loop",
         "cpu: policy worker",
         "cpu: env servers",
+        "cpu: producer process",
     ]
     for k in rows:
         if k in med:
