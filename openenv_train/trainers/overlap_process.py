@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import multiprocessing as mp
+import pickle
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -90,8 +91,17 @@ class ProcessProducer:
             name="openenv-train-rollout-producer",
             daemon=True,
         )
-        self.proc.start()
-        child_conn.close()
+        try:
+            self.proc.start()
+        except (AttributeError, TypeError, pickle.PicklingError) as err:
+            self.proc = None
+            raise ValueError(
+                f"overlap='process' sends the spec, model and tokenizer to a child process, and "
+                f"one of them does not pickle ({err}); make them picklable (module-level classes, "
+                "no lambdas) or pass overlap='thread'"
+            ) from err
+        finally:
+            child_conn.close()
         for _ in range(self.max_staleness):
             self._request()
 

@@ -182,3 +182,21 @@ def test_the_async_cpu_config_is_the_default_plus_overlap() -> None:
     mine = load_config(configs / "grpo_blackjack_cpu_async.yaml").model_dump()
     assert base["rollout"].pop("max_staleness") == 0 and mine["rollout"].pop("max_staleness") == 1
     assert base.pop("name") != mine.pop("name") and mine == base
+
+
+def test_an_unpicklable_spec_is_named_for_the_process_producer(
+    blackjack_servers, warmed, tmp_path
+) -> None:
+    from blackjack_env.text_spec import BlackjackTextSpec
+
+    from openenv_train.trainers import make_rollout_func
+
+    model, tok = warmed
+    spec = BlackjackTextSpec(seed=1)
+    spec.parse_action = lambda text: None  # a lambda: does not pickle
+    f = make_rollout_func(spec, blackjack_servers, max_staleness=1)
+    try:
+        with pytest.raises(ValueError, match="overlap='thread'"):
+            f(["blackjack"] * 8, _trainer(model, tok, f, tmp_path))
+    finally:
+        f.close()
