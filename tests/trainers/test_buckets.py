@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from trainers_helpers import tiny_grpo_trainer
 from trl import GRPOTrainer
 
 from openenv_train.trainers.buckets import length_buckets
@@ -15,38 +16,17 @@ def test_buckets_group_by_length_and_fill_up() -> None:
     assert length_buckets(lengths, min_rows=100) == [[0, 2, 4, 6, 1, 5, 3]]
 
 
-def test_bucketed_logps_equal_trl_on_a_real_multi_turn_batch(
-    blackjack_servers, tiny_model, tmp_path
-):
-    from blackjack_env.text_spec import BlackjackTextSpec, random_episode
-    from datasets import Dataset
-    from trl import GRPOConfig
+def test_bucketed_logps_equal_trl_on_a_real_multi_turn_batch(blackjack_servers, warmed, tmp_path):
+    from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import env_reward, make_rollout_func, quick_format_warmup
+    from openenv_train.trainers import make_rollout_func
     from openenv_train.trainers.buckets import LengthBucketedGRPOTrainer
 
-    model, tok = tiny_model
-    quick_format_warmup(model, tok, random_episode)
+    model, tok = warmed
     f = make_rollout_func(BlackjackTextSpec(seed=4), blackjack_servers)
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        num_generations=4,
-        per_device_train_batch_size=64,
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        report_to="none",
-        save_strategy="no",
-        max_completion_length=64,
-    )
     try:
-        trainer = LengthBucketedGRPOTrainer(
-            model=model,
-            reward_funcs=[env_reward],
-            args=args,
-            train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
-            processing_class=tok,
-            rollout_func=f,
+        trainer = tiny_grpo_trainer(
+            model, tok, f, tmp_path, cls=LengthBucketedGRPOTrainer, per_device_train_batch_size=64
         )
         trainer.bucket_min_rows = 4
         batch = trainer._generate_and_score_completions([{"prompt": "blackjack"}] * 64)
