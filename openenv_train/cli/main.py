@@ -10,6 +10,7 @@
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
     openenv-train --version                    (``python -m openenv_train`` is the same command)
+    openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -25,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from .. import __version__
+from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .recipes import RecipeError, available_recipes, get_recipe
 
@@ -182,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewrite the marked tables of this README in place instead of printing one",
     )
     p.set_defaults(func=cmd_config_keys)
+    register_curve(sub)
     return parser
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -104,13 +105,21 @@ class ThreadedPolicy(Policy):
         """Blocking version of :meth:`generate`, for scripts and benchmarks."""
 
     async def generate(
-        self, prompts: list[list[int]], sampling: SamplingSettings
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingSettings,
+        seeds: list[int] | None = None,
     ) -> list[Generation]:
-        """One blocking batch on the worker thread; its errors surface here unchanged."""
+        """One blocking batch on the worker thread; its errors surface here unchanged.
+
+        ``seeds`` (one per prompt) only for a backend that ``supports_row_seeds``."""
         if not prompts:
             return []
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
+        if seeds is None:
+            return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
+        call = functools.partial(self.generate_sync, prompts, sampling, seeds=seeds)
+        return await loop.run_in_executor(self._executor, call)
 
     async def aclose(self) -> None:
         """Stop the worker thread (the model or engine itself belongs to the caller)."""

@@ -11,6 +11,10 @@ from: ``log_softmax(filter(logits / T))`` where ``filter`` applies top-k then to
 get -inf, the rest renormalise). With ``temperature == 0`` (greedy) it is the plain
 ``log_softmax(logits)``. This matches TRL's training-side logprobs (logits / T) and vLLM's
 ``logprobs_mode="processed_logprobs"``.
+
+Row seeds (``supports_row_seeds``): ``generate_sync(..., seeds=[...])`` draws each row's tokens by
+inverse CDF from uniforms of that row's own ``torch.Generator``, so a row samples the same tokens
+whichever other rows share its batch (deterministic training whatever the batching timing).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ class TransformersPolicy(ThreadedPolicy):
     shared 2-core machine 1 is much faster than the default (oversubscribed OpenMP threads spin).
     """
 
+    supports_row_seeds = True
+
     def __init__(
         self,
         model: Any,
@@ -100,12 +106,20 @@ class TransformersPolicy(ThreadedPolicy):
         return int(pad if pad is not None else self.tokenizer.eos_token_id)
 
     def generate_sync(
-        self, prompts: list[list[int]], sampling: SamplingSettings
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingSettings,
+        seeds: list[int] | None = None,
     ) -> list[Generation]:
-        """Blocking version of :meth:`generate`, for scripts and benchmarks."""
+        """Blocking version of :meth:`generate`, for scripts and benchmarks; ``seeds`` gives
+        each row its own sampling stream (``sampling.seed`` is then unused)."""
         import torch
 
         validate_request(prompts, sampling, self.model.config.vocab_size)
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(
+                f"seeds: {len(seeds)} given for {len(prompts)} prompts; pass one per prompt"
+            )
         limit = getattr(self.model.config, "max_position_embeddings", None)
         longest = max((len(p) for p in prompts), default=0)
         if limit is not None and longest + sampling.max_new_tokens > limit:
@@ -122,6 +136,10 @@ class TransformersPolicy(ThreadedPolicy):
         with self._lock:
             for start in range(0, len(prompts), self.max_batch_size):
                 chunk = prompts[start : start + self.max_batch_size]
+                if seeds is not None:
+                    generator = _row_uniforms(
+                        seeds[start : start + self.max_batch_size], sampling.max_new_tokens
+                    )
                 ids, lps = self._sample(chunk, sampling, stops, generator)
                 out.extend(
                     make_generation(i, lp, self.tokenizer, stops)
@@ -195,7 +213,13 @@ class TransformersPolicy(ThreadedPolicy):
                             logits / sampling.temperature, sampling.top_k, sampling.top_p
                         )
                         logp = torch.log_softmax(scaled, dim=-1)
-                        nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                        if isinstance(generator, torch.Tensor):  # row seeds: inverse CDF
+                            cdf = logp.exp().cumsum(-1)
+                            u = generator[:, len(tokens), None].to(device) * cdf[:, -1:]
+                            nxt = torch.searchsorted(cdf, u, right=True).squeeze(-1)
+                            nxt = nxt.clamp(max=logits.shape[-1] - 1)
+                        else:
+                            nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
                     nxt = nxt.masked_fill(done, self.pad_id)
                     tokens.append(nxt)
                     logprobs.append(logp.gather(-1, nxt[:, None]).squeeze(-1))
@@ -211,3 +235,15 @@ class TransformersPolicy(ThreadedPolicy):
         token_rows = torch.stack(tokens, dim=1).tolist()
         logprob_rows = torch.stack(logprobs, dim=1).tolist()
         return token_rows, logprob_rows
+
+
+def _row_uniforms(seeds: list[int], n: int) -> Any:
+    """``[rows, n]`` uniforms in [0, 1), row ``i`` from a generator seeded with ``seeds[i]``."""
+    import torch
+
+    out = torch.empty((len(seeds), n))
+    gen = torch.Generator()
+    for i, seed in enumerate(seeds):
+        gen.manual_seed(seed)
+        torch.rand(n, generator=gen, out=out[i])
+    return out

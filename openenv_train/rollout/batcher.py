@@ -45,8 +45,9 @@ class GenerationBatcher:
         self.stats = BatcherStats()
         self._seeded = 0  # seeded calls so far: each gets its own seed
         self._pending: dict[
-            SamplingSettings, list[tuple[list[int], asyncio.Future[Generation]]]
+            SamplingSettings, list[tuple[list[int], asyncio.Future[Generation], int | None]]
         ] = {}
+        self._row_seeds = bool(getattr(policy, "supports_row_seeds", False))
         self._n_pending = 0
         self._first_at: float | None = None
         self._active = 0
@@ -62,11 +63,15 @@ class GenerationBatcher:
         self._active -= 1
         self._poke()
 
-    async def generate(self, prompt_ids: list[int], sampling: SamplingSettings) -> Generation:
-        """Queue one prompt and wait for its generation (cancellation removes it cleanly)."""
+    async def generate(
+        self, prompt_ids: list[int], sampling: SamplingSettings, seed: int | None = None
+    ) -> Generation:
+        """Queue one prompt and wait for its generation (cancellation removes it cleanly).
+
+        ``seed``: this row's own sampling stream (used when the policy ``supports_row_seeds``)."""
         self._ensure_running()
         fut: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
-        entry = (prompt_ids, fut)
+        entry = (prompt_ids, fut, seed)
         self._pending.setdefault(sampling, []).append(entry)
         self._n_pending += 1
         if self._first_at is None:
@@ -140,21 +145,25 @@ class GenerationBatcher:
             del self._pending[sampling]
         self._n_pending -= len(batch)
         self._first_at = time.monotonic() if self._n_pending else None
-        batch = [(ids, fut) for ids, fut in batch if not fut.done()]
+        batch = [entry for entry in batch if not entry[1].done()]
         if not batch:
             return
         started = time.perf_counter()
+        seeds = [seed for _, _, seed in batch]
         try:
-            gens = await self.policy.generate(
-                [ids for ids, _ in batch], _per_call(sampling, self._seeded)
-            )
+            if self._row_seeds and all(s is not None for s in seeds):
+                gens = await self.policy.generate([ids for ids, _, _ in batch], sampling, seeds)  # type: ignore[call-arg]
+            else:
+                gens = await self.policy.generate(
+                    [ids for ids, _, _ in batch], _per_call(sampling, self._seeded)
+                )
             if len(gens) != len(batch):
                 raise RuntimeError(
                     f"{type(self.policy).__name__}.generate returned {len(gens)} generations for "
                     f"{len(batch)} prompts; it must return exactly one per prompt, in order"
                 )
         except Exception as exc:  # the policy failed: every waiting episode sees it
-            for _, fut in batch:
+            for _, fut, _ in batch:
                 if not fut.done():
                     fut.set_exception(exc)
             return
@@ -164,7 +173,7 @@ class GenerationBatcher:
         self._seeded += sampling.seed is not None
         self.stats.sequences += len(batch)
         self.stats.max_batch = max(self.stats.max_batch, len(batch))
-        for (_, fut), gen in zip(batch, gens, strict=True):
+        for (_, fut, _), gen in zip(batch, gens, strict=True):
             if not fut.done():
                 fut.set_result(gen)
 

@@ -10,6 +10,7 @@ rewards.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -79,6 +80,7 @@ class RolloutEngine(EpisodeRunner):
             base_urls_of(servers),
         )
         self.sampling = cfg.sampling(policy.tokenizer)
+        self._runs = 0  # batches played: part of every episode's sampling stream
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -86,6 +88,7 @@ class RolloutEngine(EpisodeRunner):
 
     async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:
         self.spec.begin_run()
+        self._runs += 1
         pool_before = self.pool.stats()
         batch = await super().run(prompts, group_size)
         # per-run counts (connects 0 = every session was reused), and sessions open now
@@ -149,9 +152,12 @@ class RolloutEngine(EpisodeRunner):
             return Reply([{"role": spec.env_role, "content": spec.render(step)}])
 
         assert self.batcher is not None and self.codec is not None
+        generate = self.batcher.generate
+        if cfg.episode_seed is not None:
+            generate = seeded_turns(generate, cfg.episode_seed, self._runs, attempt)
         episode = await play_episode(
             messages,
-            generate=self.batcher.generate,
+            generate=generate,
             codec=self.codec,
             config=cfg,
             respond=respond,
@@ -176,3 +182,17 @@ class RolloutEngine(EpisodeRunner):
                 "server": session.url,
             },
         )
+
+
+def seeded_turns(generate: Any, seed: int, run: int, attempt: Attempt) -> Any:
+    """``generate`` with each turn's own seed from (seed, run, row, attempt, turn)."""
+    turn = 0
+
+    async def gen(prompt_ids: list[int], sampling: Any) -> Generation:
+        nonlocal turn
+        turn += 1
+        key = f"{seed}/{run}/{attempt.row}/{attempt.attempt}/{turn}".encode()
+        row_seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> 1
+        return await generate(prompt_ids, sampling, row_seed)
+
+    return gen

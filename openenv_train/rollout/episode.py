@@ -46,6 +46,10 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = 0
     seed: int | None = None
+    #: deterministic sampling: each episode turn draws from its own stream seeded by
+    #: (episode_seed, batch, row, attempt, turn), so batching by timing changes nothing
+    #: (policies that ``supports_row_seeds``; others fall back to ``seed``)
+    episode_seed: int | None = None
     system_prompt: str | None = None
     use_dataset_prompt: bool = False  # prepend TRL's prompt as a system message
     chat_template: bool | None = None  # None: use the tokenizer's template if it has one

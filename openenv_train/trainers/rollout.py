@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import replace
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 from ..harness.adapters import HarnessAdapter, ModelStep
 from ..harness.runner import TOOL_CALLING, HarnessRunner
 from ..policy.base import Policy
-from ..rollout.engine import RolloutEngine
+from ..rollout.engine import RolloutEngine, base_urls_of
 from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
@@ -51,6 +52,19 @@ class LoopThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
+
+
+def freeze_heap() -> None:
+    """Move every object alive now (torch, transformers, TRL, the model: ~400k objects) out of
+    the cyclic garbage collector's reach (``gc.freeze``), after one last collection.
+
+    Each full collection otherwise rescans them all while holding the GIL, which stalls the
+    rollout loop and the trainer alike: measured here, freezing at the first rollout halved the
+    rollout loop's CPU per 512-episode batch (0.37 s -> 0.19 s). Called once per rollout
+    function, when training starts and everything long-lived exists.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _unwrap(trainer: Any) -> Any:
@@ -162,6 +176,7 @@ def runner_rollout_func(
         if state["runner"] is None:
             state["runner"] = loop.run(build(trainer))
             state["trainer"] = trainer
+            freeze_heap()
         elif trainer is not state["trainer"]:
             raise RuntimeError(
                 "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
@@ -197,6 +212,8 @@ def make_rollout_func(
     group_size: int | None = None,
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
+    max_staleness: int = 0,
+    overlap: str = "process",
 ) -> RolloutFunc:
     """A TRL ``rollout_func(prompts, trainer)`` that plays one ``spec`` episode per prompt on
     ``servers`` (base URLs or started providers) with the batched ``RolloutEngine``.
@@ -205,15 +222,80 @@ def make_rollout_func(
     the policy it makes is closed with the function. The result holds ``prompt_ids``,
     ``completion_ids``, ``logprobs``, ``env_mask`` and ``reward_key`` (plus ``num_turns`` and
     ``episode_metrics``). See :func:`runner_rollout_func` for the rest.
+
+    ``max_staleness`` > 0 plays batches ahead of the trainer on a copy of its weights
+    (``overlap.overlapped_rollout_func``; rows also carry ``policy_version``); train with
+    ``OffPolicyGRPOTrainer`` so the loss corrects for the older weights. 0: synchronous.
+    ``overlap``: where the producer runs, ``"process"`` (a child process with its own GIL; the
+    in-process ``TransformersPolicy`` only) or ``"thread"`` (this process's rollout loop; any
+    ``policy_factory``).
     """
     if not servers:
         raise ValueError(
             "servers: empty; start env servers first (openenv_train.runtime.start_local_servers)"
         )
+    if max_staleness < 0:
+        raise ValueError(f"max_staleness={max_staleness}: must be >= 0 (0 = no overlap)")
     base = config or RolloutConfig()
+    if max_staleness:
+        return _overlapped(
+            spec,
+            servers,
+            base,
+            policy_factory,
+            max_staleness,
+            overlap,
+            group_size,
+            reward_key,
+            on_batch,
+        )
     policy_of = policy_factory or policy_for_trainer
     return runner_rollout_func(
         lambda trainer: RolloutEngine(spec, policy_of(trainer), servers, config_for(trainer, base)),
+        group_size=group_size,
+        reward_key=reward_key,
+        on_batch=on_batch,
+    )
+
+
+def _overlapped(
+    spec: TextEnvSpec,
+    servers: Sequence[Any],
+    base: RolloutConfig,
+    policy_factory: Callable[[Any], Policy] | None,
+    max_staleness: int,
+    overlap: str,
+    group_size: int | None,
+    reward_key: str,
+    on_batch: Callable[[RolloutBatch], None] | None,
+) -> RolloutFunc:
+    from .overlap import ThreadProducer, check_in_process, copy_policy_for, overlapped_rollout_func
+
+    if overlap == "thread":
+        copy_of = policy_factory or copy_policy_for
+        producer: Any = ThreadProducer(
+            lambda t: RolloutEngine(spec, copy_of(t), servers, config_for(t, base)), max_staleness
+        )
+        start = producer.start
+    elif overlap == "process":
+        if policy_factory is not None:
+            raise ValueError(
+                "policy_factory: the process producer samples a copy of the trainer's model; "
+                'pass overlap="thread" to use your own policy'
+            )
+        from .overlap_process import ProcessProducer
+
+        producer = ProcessProducer(spec, base_urls_of(servers), max_staleness)
+
+        def start(trainer: Any, g: int) -> None:
+            check_in_process(trainer)
+            producer.start(_unwrap(trainer), tokenizer_of(trainer), config_for(trainer, base), g)
+    else:
+        raise ValueError(f'overlap={overlap!r}: use "process" or "thread"')
+    return overlapped_rollout_func(
+        producer,
+        max_staleness=max_staleness,
+        start=start,
         group_size=group_size,
         reward_key=reward_key,
         on_batch=on_batch,

@@ -38,8 +38,9 @@ def rollout_config(cfg: Any) -> Any:
         max_new_tokens=r.max_new_tokens,
         max_concurrency=r.max_concurrency,
         max_batch_size=r.max_batch_size,
-        # no sampling seed: RolloutConfig.seed reseeds EVERY policy call alike, which correlates
-        # the samples of successive calls; torch.manual_seed(cfg.seed) in run() seeds it once
+        # every episode turn draws from its own stream seeded from (seed, batch, row, turn):
+        # two runs with one seed sample alike however the batcher groups the model calls
+        episode_seed=cfg.seed,
         system_prompt=r.system_prompt,
     )
 
@@ -97,6 +98,11 @@ def grpo_args(cfg: Any, out: Path) -> Any:
         disable_tqdm=cfg.progress,
         dataloader_num_workers=0,
     )
+    if cfg.rollout.max_staleness:  # TRL's correction, per token, truncated (grpo.extra overrides)
+        kwargs.update(
+            vllm_importance_sampling_correction=True,
+            vllm_importance_sampling_mode="token_truncate",
+        )
     if cfg.format_reward_weight:
         kwargs["reward_weights"] = [1.0, cfg.format_reward_weight]
     if g.use_vllm:
@@ -136,7 +142,6 @@ def train(
     quiet_third_party()
     import torch
     from datasets import Dataset
-    from trl import GRPOTrainer
 
     started = time.perf_counter()
     resume = bool(getattr(cfg, "resume", False))
@@ -161,7 +166,7 @@ def train(
             else:
                 evals.before()
             rollout_func = _rollout_func(cfg, make_spec(), servers, urls, evals.on_batch)
-            trainer = GRPOTrainer(
+            trainer = trainer_class(cfg)(
                 model=model,
                 reward_funcs=reward_funcs(cfg),
                 args=grpo_args(cfg, run.path),
@@ -206,6 +211,16 @@ def train(
     return summary
 
 
+def trainer_class(cfg: Any) -> Any:
+    """TRL's ``GRPOTrainer``, subclassed for ``grpo.length_buckets`` (no forward pass over
+    padding) and ``rollout.max_staleness`` > 0 (the loss corrects rows of older weights)."""
+    from openenv_train.trainers.offpolicy import grpo_trainer_class
+
+    return grpo_trainer_class(
+        off_policy=cfg.rollout.max_staleness > 0, length_buckets=cfg.grpo.length_buckets
+    )
+
+
 def _rollout_func(cfg: Any, spec: Any, servers: Any, urls: list[str], on_batch: Any) -> Any:
     from openenv_train.trainers import make_rollout_func
 
@@ -220,7 +235,13 @@ def _rollout_func(cfg: Any, spec: Any, servers: Any, urls: list[str], on_batch: 
             cpus_per_worker=cfg.env.ray.cpus_per_worker,
             on_batch=on_batch,
         )
-    return make_rollout_func(spec, urls, config=rollout_config(cfg), on_batch=on_batch)
+    return make_rollout_func(
+        spec,
+        urls,
+        config=rollout_config(cfg),
+        on_batch=on_batch,
+        max_staleness=cfg.rollout.max_staleness,
+    )
 
 
 def main(argv: list[str] | None, module: str, load_config: Any, run: Any) -> int:

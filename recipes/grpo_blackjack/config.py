@@ -128,6 +128,9 @@ class RolloutSection(_Strict):
     #: reward of an episode whose answer is not a legal action
     invalid_action_reward: float = -1.0
     system_prompt: str | None = None  # e.g. "Answer hit or stand." for chat models (tiny: none)
+    #: > 0: rollouts overlap training, played by weights at most this many optimizer steps old
+    #: (the loss corrects with TRL's truncated importance ratio); 0: on-policy, synchronous
+    max_staleness: int = Field(0, ge=0)
 
 
 class GRPOSection(_Strict):
@@ -179,6 +182,9 @@ class GRPOSection(_Strict):
     logging_steps: int = Field(10, ge=1)
     #: torch CPU threads (1 is fastest for the tiny model; null: torch's default)
     torch_threads: int | None = Field(1, ge=1)
+    #: forward/backward per completion-length bucket instead of padding every row to the
+    #: longest (same loss up to float rounding; openenv_train.trainers.buckets)
+    length_buckets: bool = True
     #: any other GRPOConfig field, passed as is (e.g. {warmup_ratio: 0.1})
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -257,6 +263,11 @@ class RecipeConfig(_Strict):
         """What would otherwise fail after the warm-up: reporters and their packages, the env app."""
         try:
             check_reporters(self.report_to)
+            if self.rollout.max_staleness and (self.env.runtime == "ray" or self.grpo.use_vllm):
+                raise ValueError(
+                    "rollout.max_staleness: overlap runs the in-process engine only; set it to 0 "
+                    "with env.runtime: ray or grpo.use_vllm (TRL's AsyncGRPOTrainer is the vLLM path)"
+                )
             if not self.env.base_urls and self.env.runtime in ("local", "ray"):
                 import_target(self.env.app, "env.app", "blackjack_env.server.app:app")
         except ValueError as err:

@@ -56,6 +56,9 @@ class TextRolloutSection(base._Strict):
     #: most rows in one batched model call
     max_batch_size: int = Field(512, ge=1)
     system_prompt: str | None = None
+    #: > 0: rollouts overlap training, played by weights at most this many optimizer steps old
+    #: (the loss corrects with TRL's truncated importance ratio); 0: on-policy, synchronous
+    max_staleness: int = Field(0, ge=0)
 
 
 class TextGRPOSection(GRPOSection):

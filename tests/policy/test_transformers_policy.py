@@ -184,3 +184,40 @@ async def test_num_threads_applies_to_the_worker_only(tiny_pair):
     with pytest.raises(ValueError, match="num_threads"):
         TransformersPolicy(model, tok, num_threads=0)
     await policy.aclose()
+
+
+async def test_row_seeds_sample_alike_whatever_else_shares_the_batch(policy, tiny_pair):
+    _, tok = tiny_pair
+    prompts = bj_prompts(tok, 12, seed=3)
+    seeds = list(range(100, 112))
+    sampling = SamplingSettings(max_new_tokens=4, temperature=1.0)
+    together = await policy.generate(prompts, sampling, seeds)
+    alone = [
+        (await policy.generate([p], sampling, [s]))[0] for p, s in zip(prompts, seeds, strict=True)
+    ]
+    reordered = await policy.generate(prompts[::-1], sampling, seeds[::-1])
+    for a, b, c in zip(together, alone, reordered[::-1], strict=True):
+        assert a.token_ids == b.token_ids == c.token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+    other = await policy.generate(prompts, sampling, [s + 1000 for s in seeds])
+    assert [g.token_ids for g in other] != [g.token_ids for g in together]
+    with pytest.raises(ValueError, match="seeds"):
+        policy.generate_sync(prompts, sampling, seeds[:3])
+
+
+async def test_row_seed_sampling_follows_the_model_distribution(policy, tiny_pair):
+    """Inverse-CDF draws from per-row streams: token frequencies match exp(logprob)."""
+    _, tok = tiny_pair
+    prompt = bj_prompts(tok, 1, seed=5)[0]
+    n = 4000
+    sampling = SamplingSettings(max_new_tokens=1, temperature=1.0)
+    gens = policy.generate_sync([prompt] * n, sampling, seeds=list(range(n)))
+    probs: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    for g in gens:
+        probs[g.token_ids[0]] = float(torch.tensor(g.logprobs[0]).exp())
+        counts[g.token_ids[0]] = counts.get(g.token_ids[0], 0) + 1
+    for token, p in probs.items():
+        if p > 0.02:
+            sd = (p * (1 - p) / n) ** 0.5
+            assert abs(counts[token] / n - p) < 5 * sd, (token, counts[token] / n, p)

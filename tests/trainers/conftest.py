@@ -36,3 +36,15 @@ def tiny_model():
     from openenv_train.policy.tiny import build_tiny_model
 
     return build_tiny_model(VOCABULARY)
+
+
+@pytest.fixture()
+def warmed(tiny_model):
+    """The tiny Llama after a quick format warm-up (answers ``hit<eos>`` / ``stand<eos>``)."""
+    from blackjack_env.text_spec import random_episode
+
+    from openenv_train.trainers import quick_format_warmup
+
+    model, tok = tiny_model
+    quick_format_warmup(model, tok, random_episode)
+    return model, tok

@@ -4,52 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-
-def _trainer(model, tok, rollout_func, tmp_path, *, max_steps: int = 2, reward_funcs=None):
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    from openenv_train.trainers import env_reward
-
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "trainer"),
-        max_steps=max_steps,
-        num_generations=4,
-        per_device_train_batch_size=16,
-        learning_rate=1e-2,  # big on purpose: 2 steps must move the weights visibly
-        beta=0.0,
-        loss_type="dapo",
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        max_completion_length=64,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        disable_tqdm=True,
-        use_adaptive_entropy=True,
-        entropy_target=0.15,
-    )
-    return GRPOTrainer(
-        model=model,
-        reward_funcs=reward_funcs or [env_reward],
-        args=args,
-        train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
-        processing_class=tok,
-        rollout_func=rollout_func,
-    )
-
-
-@pytest.fixture()
-def warmed(tiny_model):
-    from blackjack_env.text_spec import random_episode
-
-    from openenv_train.trainers import quick_format_warmup
-
-    model, tok = tiny_model
-    quick_format_warmup(model, tok, random_episode)
-    return model, tok
+from trainers_helpers import tiny_grpo_trainer as _trainer
 
 
 def test_rollout_output_is_what_the_trainer_needs(blackjack_servers, warmed, tmp_path) -> None:

@@ -1,0 +1,35 @@
+"""``openenv-train curve RUN_A RUN_B [...] [--out compare.png]``: learning curves side by side.
+
+Each RUN is a training run folder (``runs/<name>``); the plot has the greedy win rate and mean
+return against optimizer steps (top) and wall-clock minutes (bottom), one line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def cmd_curve(args: argparse.Namespace) -> int:
+    from ..trainers.compare import compare_runs
+
+    try:
+        path, last = compare_runs(args.runs, args.out)
+    except ValueError as err:
+        print(f"openenv-train curve: error: {err}")
+        return 2
+    for name, (step, m) in last.items():
+        wall = f", {m['wall_s'] / 60:.1f} min" if "wall_s" in m else ""
+        print(
+            f"{name}: step {step}{wall}: win {m.get('win', float('nan')):.1%}, "
+            f"mean return {m.get('mean_return', float('nan')):+.3f}"
+        )
+    print(f"wrote {path}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("curve", help="plot the learning curves of training runs side by side")
+    p.add_argument("runs", nargs="+", help="run folders (runs/<name>), two or more")
+    p.add_argument("--out", default="compare.png", help="PNG to write (default compare.png)")
+    p.set_defaults(func=cmd_curve)

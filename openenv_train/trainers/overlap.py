@@ -1,0 +1,263 @@
+"""Rollouts that overlap training: while TRL computes step k, the engine plays step k+1's episodes.
+
+A producer plays batches back to back with its own copy of the policy weights: in a child
+process (``overlap_process.ProcessProducer``, the default: its own GIL) or as a task on the
+rollout function's event loop (:class:`ThreadProducer`). At every ``rollout_func`` call (right
+after an optimizer step) the trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
+policy version); the producer loads the newest copy at its next batch boundary, so episodes in
+flight are never paused. At most ``max_staleness`` finished-or-running batches are ahead of the
+trainer; a batch older than ``max_staleness`` versions when TRL asks for it is dropped and
+counted (``stale_rows_dropped``), never trained on. Rows carry ``policy_version`` and their
+sampling logprobs; ``OffPolicyGRPOTrainer`` corrects the loss with TRL's truncated importance
+ratio against those logprobs.
+
+Prefetched batches are played on the prompts of the latest call: with a dataset whose prompts
+change from call to call, a prefetched batch for other prompts is dropped too (counted as
+``prompt_mismatch_drops``), so overlap pays off where the env deals the task (BlackJack).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..policy.base import Policy
+from ..rollout.records import RolloutBatch
+from ..rollout.runner import EpisodeRunner
+from .rollout import (
+    LoopThread,
+    RolloutFunc,
+    _group_size_of,
+    _unwrap,
+    freeze_heap,
+    tokenizer_of,
+)
+
+
+class WeightMailbox:
+    """The newest published weights (a CPU ``state_dict`` copy) and their policy version."""
+
+    def __init__(self) -> None:
+        self._latest: tuple[int, dict[str, Any]] | None = None  # replaced whole: one atomic swap
+
+    @property
+    def version(self) -> int:
+        return self._latest[0] if self._latest is not None else -1
+
+    def publish(self, model: Any, version: int) -> None:
+        """Copy ``model``'s weights (called on the trainer's thread, between optimizer steps)."""
+        state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+        self._latest = (version, state)
+
+    def apply(self, model: Any, loaded: int) -> int:
+        """Load the newest weights into ``model`` if they are newer than ``loaded``; returns the
+        version ``model`` holds now."""
+        latest = self._latest
+        if latest is None or latest[0] <= loaded:
+            return loaded
+        model.load_state_dict(latest[1])
+        return latest[0]
+
+
+#: The GIL switch interval while a producer runs (Python's default is 5 ms). The trainer thread
+#: makes many short torch calls, each releasing and re-taking the GIL; with the rollout loop's
+#: Python work running beside it, each re-take could wait a whole interval.
+SWITCH_INTERVAL_S = 0.0005
+
+
+@dataclass
+class _Made:
+    version: int
+    prompts: list[Any]
+    batch: RolloutBatch | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class OverlapStats:
+    """Counts over the rollout function's life (logged with every batch)."""
+
+    batches: int = 0
+    stale_batches_dropped: int = 0
+    stale_rows_dropped: int = 0
+    prompt_mismatch_drops: int = 0
+    staleness: list[int] = field(default_factory=list)
+
+
+def check_in_process(trainer: Any) -> None:
+    """Overlap samples a copy of the trainer's model in-process: not with ``use_vllm``."""
+    if getattr(getattr(trainer, "args", None), "use_vllm", False):
+        raise ValueError(
+            "rollout.max_staleness > 0 runs in-process generation; with use_vllm use TRL's "
+            "AsyncGRPOTrainer path instead, or set max_staleness: 0"
+        )
+
+
+def copy_policy_for(trainer: Any) -> Policy:
+    """A ``TransformersPolicy`` on a private copy of the trainer's model (the producer's weights)."""
+    import torch
+
+    from ..policy.transformers_policy import TransformersPolicy
+
+    check_in_process(trainer)
+    model = copy.deepcopy(_unwrap(trainer)).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return TransformersPolicy(
+        model, tokenizer_of(trainer), device=None, num_threads=torch.get_num_threads()
+    )
+
+
+class ThreadProducer:
+    """Plays batches ahead on the rollout function's own event loop (this process, this GIL)."""
+
+    def __init__(self, make_runner: Callable[[Any], EpisodeRunner], max_staleness: int) -> None:
+        self.make_runner, self.max_staleness = make_runner, max_staleness
+        self.loop = LoopThread(name="openenv-train-rollout")
+        self.mailbox = WeightMailbox()
+        self.prompts: list[Any] = []
+        self.runner: EpisodeRunner | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._switch: float | None = None
+
+    def get_runner(self) -> EpisodeRunner | None:
+        return self.runner
+
+    def start(self, trainer: Any, group_size: int) -> None:
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        self.loop.run(self._start(trainer, group_size))
+
+    async def _start(self, trainer: Any, g: int) -> None:
+        self.runner = self.make_runner(trainer)
+        self._slots = asyncio.Semaphore(self.max_staleness)
+        self._ready: asyncio.Queue[_Made] = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(self._produce(g), name="producer")
+
+    async def _produce(self, g: int) -> None:
+        runner, loaded = self.runner, -1
+        assert runner is not None
+        while True:
+            await self._slots.acquire()
+            loaded = self.mailbox.apply(runner.policy.model, loaded)  # type: ignore[union-attr]
+            made = _Made(loaded, list(self.prompts))
+            try:
+                made.batch = await runner.run(made.prompts, g)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # handed to the trainer's thread, raised there
+                made.error = exc
+            self._ready.put_nowait(made)
+            if made.error is not None:
+                return
+
+    def publish(self, model: Any, version: int, prompts: list[Any]) -> None:
+        self.mailbox.publish(model, version)
+        self.prompts = list(prompts)
+
+    def take(self) -> tuple[int, list[Any], RolloutBatch]:
+        made = self.loop.run(self._take())
+        if made.error is not None:
+            raise made.error
+        assert made.batch is not None
+        return made.version, made.prompts, made.batch
+
+    async def _take(self) -> _Made:
+        made = await self._ready.get()
+        self._slots.release()
+        return made
+
+    async def _shutdown(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except BaseException:  # noqa: BLE001 - cancelled or already failed: both end here
+                pass
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            await runner.aclose()
+            if runner.policy is not None:
+                await runner.policy.aclose()
+
+    def close(self) -> None:
+        if not self.loop.loop.is_closed():
+            self.loop.run(self._shutdown())
+        self.loop.close()
+        if self._switch is not None:
+            sys.setswitchinterval(self._switch)
+            self._switch = None
+
+
+def overlapped_rollout_func(
+    producer: Any,
+    *,
+    max_staleness: int,
+    start: Callable[[Any, int], None],
+    group_size: int | None = None,
+    reward_key: str = "env_reward",
+    on_batch: Callable[[RolloutBatch], None] | None = None,
+) -> RolloutFunc:
+    """A TRL ``rollout_func`` whose batches ``producer`` plays ahead of the trainer (module doc).
+
+    ``producer`` is a :class:`ThreadProducer` or an ``overlap_process.ProcessProducer``;
+    ``start(trainer, group_size)`` starts it at the first call. Extras as ``runner_rollout_func``:
+    ``.close()``, ``.get_runner()``, ``.last_batch``, plus ``.stats`` (:class:`OverlapStats`).
+    """
+    if max_staleness < 1:
+        raise ValueError(
+            f"max_staleness={max_staleness}: overlap needs >= 1 (0 is the synchronous path)"
+        )
+    stats = OverlapStats()
+    state: dict[str, Any] = {"trainer": None}
+
+    def rollout_func(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
+        version = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        producer.publish(_unwrap(trainer), version, list(prompts))
+        if state["trainer"] is None:
+            start(trainer, _group_size_of(trainer, group_size))
+            state["trainer"] = trainer
+            freeze_heap()
+        elif trainer is not state["trainer"]:
+            raise RuntimeError(
+                "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
+            )
+        while True:
+            made_version, made_prompts, batch = producer.take()
+            if made_prompts != list(prompts):
+                stats.prompt_mismatch_drops += 1
+                continue
+            lag = version - made_version
+            if lag > max_staleness:
+                stats.stale_batches_dropped += 1
+                stats.stale_rows_dropped += len(batch.rows)
+                continue
+            break
+        stats.batches += 1
+        stats.staleness.append(lag)
+        for r in batch.records:
+            r.metrics["policy_version"] = made_version
+        batch.metrics.update(
+            policy_version=made_version,
+            staleness=lag,
+            stale_batches_dropped=stats.stale_batches_dropped,
+            stale_rows_dropped=stats.stale_rows_dropped,
+            prompt_mismatch_drops=stats.prompt_mismatch_drops,
+        )
+        rollout_func.last_batch = batch  # type: ignore[attr-defined]
+        if on_batch is not None:
+            on_batch(batch)
+        out = batch.to_trl(reward_key)
+        out["policy_version"] = [made_version] * len(batch.rows)
+        return out
+
+    rollout_func.close = producer.close  # type: ignore[attr-defined]
+    rollout_func.last_batch = None  # type: ignore[attr-defined]
+    rollout_func.get_runner = producer.get_runner  # type: ignore[attr-defined]
+    rollout_func.stats = stats  # type: ignore[attr-defined]
+    return rollout_func
