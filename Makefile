@@ -1,11 +1,11 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   -> installs, then trains GRPO BlackJack on the embedded CPU default
+#   make demo   -> installs, then trains GRPO BlackJack on the embedded CPU default  (rollouts overlap training)
 #   make test   -> installs, then runs every test (the vLLM-on-CPU tests in their own venv)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-CONFIG ?= configs/grpo_blackjack_cpu.yaml
+CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines config-table

@@ -6,7 +6,7 @@
 # Usage: bash scripts/demo_targets.sh [CONFIG] [SEEDS...]   (run on a quiet machine; one at a time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CONFIG=${1:-configs/grpo_blackjack_cpu.yaml}
+CONFIG=${1:-configs/grpo_blackjack_cpu_async.yaml}
 shift || true
 SEEDS=${*:-0 1 2 3}
 OUT=$(mktemp -d)
