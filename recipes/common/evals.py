@@ -9,12 +9,32 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 console = Console()
+
+
+def results_table(
+    title: str,
+    rows: Mapping[str, Mapping[str, float]],
+    columns: Sequence[tuple[str, str, str]],
+) -> Table:
+    """A rich table of named eval results: one row per policy, one column per ``(header, key,
+    format spec)``; a key a row lacks shows as ``-``."""
+    table = Table(title=title)
+    table.add_column("policy", justify="left")
+    for header, _, _ in columns:
+        table.add_column(header, justify="right")
+    for name, r in rows.items():
+        table.add_row(
+            name, *(format(r[key], spec) if key in r else "-" for _, key, spec in columns)
+        )
+    return table
 
 
 class RunEvals:

@@ -29,6 +29,16 @@ from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec
 
 from ..common.evals import RunEvals
+from ..common.evals import results_table as common_results_table
+
+#: The eval table's columns: (header, key, format).
+COLUMNS = (
+    ("win", "win", ".1%"),
+    ("push", "push", ".1%"),
+    ("lose rate", "lose_rate", ".1%"),
+    ("mean return", "mean_return", "+.3f"),
+    ("invalid", "invalid", ".1%"),
+)
 
 EVAL_BATCH = 4096
 #: Periodic (validation) evals deal from seed + this, apart from the final eval's hands.
@@ -164,19 +174,7 @@ def evaluate_via_servers(
 
 def results_table(title: str, rows: dict[str, dict[str, float]]) -> Table:
     """Win / push / lose rate / mean return / invalid of each named result, as a rich table."""
-    table = Table(title=title)
-    for col in ("policy", "win", "push", "lose rate", "mean return", "invalid"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for name, r in rows.items():
-        table.add_row(
-            name,
-            f"{r['win']:.1%}",
-            f"{r['push']:.1%}",
-            f"{r['lose_rate']:.1%}",
-            f"{r['mean_return']:+.3f}",
-            f"{r.get('invalid', 0.0):.1%}",
-        )
-    return table
+    return common_results_table(title, rows, COLUMNS)
 
 
 def evaluate_saved_model(

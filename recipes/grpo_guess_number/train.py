@@ -21,25 +21,24 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..common.evals import results_table as common_results_table
 from .config import RecipeConfig, load_config
+
+#: The eval table's columns: (header, key, format).
+COLUMNS = (
+    ("solved", "solve_rate", ".1%"),
+    ("mean guesses (solved)", "mean_guesses", ".2f"),
+    ("mean reward", "mean_reward", ".3f"),
+    ("malformed turns", "invalid", ".1%"),
+)
 
 console = Console()
 RESET_KEYS = ("seed", "low", "high", "max_turns", "show_range")
 
 
 def _table(title: str, rows: dict[str, dict[str, float]]) -> Table:
-    table = Table(title=title)
-    for col in ("policy", "solved", "mean guesses (solved)", "mean reward", "malformed turns"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for name, r in rows.items():
-        table.add_row(
-            name,
-            f"{r['solve_rate']:.1%}",
-            f"{r['mean_guesses']:.2f}",
-            f"{r['mean_reward']:.3f}",
-            f"{r['invalid']:.1%}" if "invalid" in r else "-",
-        )
-    return table
+    """Solved / mean guesses / mean reward / malformed turns of each named result."""
+    return common_results_table(title, rows, COLUMNS)
 
 
 def _model(cfg: RecipeConfig) -> tuple[Any, Any]:

@@ -14,6 +14,15 @@ from rich.table import Table
 from openenv_train.client.sync import run_blocking
 
 from ..common.evals import RunEvals
+from ..common.evals import results_table as common_results_table
+
+#: The eval table's columns: (header, key, format).
+COLUMNS = (
+    ("mean reward", "mean_reward", "+.3f"),
+    ("won (reward > 0)", "win_rate", ".1%"),
+    ("invalid", "invalid", ".1%"),
+    ("turns", "turns", ".2f"),
+)
 
 #: Periodic (validation) evals use seed + this, apart from the final eval's games.
 VALIDATION_OFFSET = 10_000_000
@@ -52,18 +61,8 @@ def evaluate_on_servers(
 
 
 def results_table(title: str, rows: dict[str, dict[str, float]]) -> Table:
-    table = Table(title=title)
-    for col in ("policy", "mean reward", "won (reward > 0)", "invalid", "turns"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for name, r in rows.items():
-        table.add_row(
-            name,
-            f"{r['mean_reward']:+.3f}",
-            f"{r['win_rate']:.1%}",
-            f"{r['invalid']:.1%}",
-            f"{r['turns']:.2f}",
-        )
-    return table
+    """Mean reward / won / invalid / turns of each named result, as a rich table."""
+    return common_results_table(title, rows, COLUMNS)
 
 
 class TextEnvEval(RunEvals):
