@@ -21,9 +21,14 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def trl_snippet() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    text = README.read_text()
+    start = text.index("## Quick start: training")
+    section = text[start : text.index("\n## ", start + 1)]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     found = [b for b in blocks if "GRPOTrainer(" in b and "make_rollout_func(" in b]
-    assert len(found) == 1, "README: expected one TRL snippet (GRPOTrainer with make_rollout_func)"
+    assert len(found) == 1, (
+        "README, Quick start: training: expected one TRL snippet (GRPOTrainer with make_rollout_func)"
+    )
     return found[0]
 
 
