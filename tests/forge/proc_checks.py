@@ -5,13 +5,24 @@ from __future__ import annotations
 import psutil
 
 
-def alive(pids: set[int]) -> list[int]:
-    """The pids of ``pids`` still running (zombies count as gone)."""
-    out = []
+def alive(pids: set[int], grace: float = 15.0) -> list[int]:
+    """The pids of ``pids`` still running after up to ``grace`` seconds (zombies count as gone).
+
+    A process that is already exiting when the graph returns gets its few seconds (a loaded CI
+    machine tears processes down slowly); a leaked one is still there when the grace ends.
+    """
+    procs = []
     for pid in pids:
         try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    _, running = psutil.wait_procs(procs, timeout=grace)
+    out = []
+    for p in running:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
         except psutil.NoSuchProcess:
             pass
     return out
