@@ -20,12 +20,11 @@ except Exception as exc:  # a broken install raises more than ImportError
 
 def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, tmp_path) -> None:
     from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trainers_helpers import tiny_grpo_trainer
 
     from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
     from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
-    from openenv_train.trainers import env_reward, make_rollout_func, quick_format_warmup
+    from openenv_train.trainers import make_rollout_func, quick_format_warmup
 
     patch_vllm_for_cpu_weight_sync()
     model, tok = build_tiny_model(VOCABULARY)
@@ -38,33 +37,17 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
     rollout_func = make_rollout_func(
         BlackjackTextSpec(seed=3), blackjack_servers, on_batch=batches.append
     )
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "trainer"),
-        max_steps=2,
-        num_generations=4,
-        per_device_train_batch_size=16,
-        learning_rate=1e-2,
-        beta=0.0,
-        loss_type="dapo",
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        max_completion_length=32,
-        use_vllm=True,
-        vllm_mode="colocate",
-        vllm_max_model_length=256,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-    )
     try:
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=[env_reward],
-            args=args,
-            train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * 64}),
-            processing_class=tok,
-            rollout_func=rollout_func,
+        trainer = tiny_grpo_trainer(
+            model,
+            tok,
+            rollout_func,
+            tmp_path,
+            max_completion_length=32,
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_max_model_length=256,
+            use_adaptive_entropy=False,
         )
         trainer.train()
         engine = rollout_func.get_runner()
