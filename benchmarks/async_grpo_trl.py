@@ -24,8 +24,8 @@ from rich.table import Table
 
 from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
 from openenv_train.policy.vllm_server import VLLMServer
-from openenv_train.trainers import quick_format_warmup
-from openenv_train.trainers.async_grpo import cpu_config, run
+from openenv_train.training import quick_format_warmup
+from openenv_train.training.async_grpo import cpu_config, run
 
 METRICS = {
     "step s": "perf/step_s",

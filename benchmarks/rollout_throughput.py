@@ -40,7 +40,7 @@ OPENENV_STYLE = "tiny model, one after another, a session each (OpenEnv)"
 
 def warmed_up_model(tokenizer: Any) -> Any:
     """The tiny Llama taught the answer format on random-action games (not a policy)."""
-    from openenv_train.trainers import quick_format_warmup
+    from openenv_train.training import quick_format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
     quick_format_warmup(model, tokenizer, random_episode)

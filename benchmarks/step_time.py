@@ -214,7 +214,7 @@ def train_steps(
     from datasets import Dataset
     from transformers import TrainerCallback
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
     from recipes.common import grpo as common
 
     cfg = cfg.model_copy(

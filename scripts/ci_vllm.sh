@@ -32,4 +32,4 @@ fi
 
 cd "$ROOT"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
-exec "$PY" -m pytest tests/vllm tests/trainers/test_vllm_rollout.py tests/async_grpo -q -rs -p no:cacheprovider "$@"
+exec "$PY" -m pytest tests/vllm tests/training/test_vllm_rollout.py tests/async_grpo -q -rs -p no:cacheprovider "$@"

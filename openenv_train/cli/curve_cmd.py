@@ -11,7 +11,7 @@ from typing import Any
 
 
 def cmd_curve(args: argparse.Namespace) -> int:
-    from ..trainers.compare import compare_runs
+    from ..training.compare import compare_runs
 
     try:
         path, last = compare_runs(args.runs, args.out)

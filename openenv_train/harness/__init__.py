@@ -1,6 +1,6 @@
 """Harness API: resource sessions, harness adapters (MCP white-box, CLI black-box), the runner.
 
-``openenv_train.trainers.make_harness_rollout_func`` turns a runner into TRL's ``rollout_func``.
+``openenv_train.training.make_harness_rollout_func`` turns a runner into TRL's ``rollout_func``.
 """
 
 from .adapters import (

@@ -4,7 +4,7 @@ Unlike OpenEnv 0.10 (one prompt after another), every episode runs concurrently 
 and, white-box, every model call of every session joins one batched ``policy.generate`` call.
 Failures follow the engine's rules (``rollout.groups``): infrastructure errors are retried on
 fresh sessions, then the whole GRPO group is retried, then the batch reports it dropped.
-``openenv_train.trainers.make_harness_rollout_func`` wraps a runner for TRL.
+``openenv_train.training.make_harness_rollout_func`` wraps a runner for TRL.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The batched concurrent rollout engine: episodes and turns, batching, retries, TRL records.
 
-``openenv_train.trainers.make_rollout_func`` wraps an engine as TRL's ``rollout_func``.
+``openenv_train.training.make_rollout_func`` wraps an engine as TRL's ``rollout_func``.
 """
 
 from .engine import RolloutEngine

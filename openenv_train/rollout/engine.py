@@ -59,7 +59,7 @@ class RolloutEngine(EpisodeRunner):
     """Runs episodes of one ``TextEnvSpec`` env against one ``Policy`` through a session pool.
 
     Use on one event loop: ``batch = await engine.run(prompts, group_size)``; ``await engine.aclose()``
-    (or ``async with``) closes the pooled sessions. ``openenv_train.trainers.make_rollout_func``
+    (or ``async with``) closes the pooled sessions. ``openenv_train.training.make_rollout_func``
     wraps one for TRL.
     """
 

@@ -127,7 +127,7 @@ def spawn_monarch(cfg: ForgeRecipeConfig, graph: Any, model_dir: str, urls: list
     """Our CPU actor graph: generator, trainer, replay buffer and rollout actor(s), one process each."""
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers.forge.actors import (
+    from openenv_train.training.forge.actors import (
         GeneratorActor,
         ReplayBufferActor,
         RolloutActor,

@@ -36,8 +36,8 @@ async def spawn_forge(cfg: ForgeRecipeConfig, graph: Any, model: str, urls: list
         ) from None
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers.forge import Rollouts, forge_loss, load_tokenizer
-    from openenv_train.trainers.forge.actors import ReplayBufferActor
+    from openenv_train.training.forge import Rollouts, forge_loss, load_tokenizer
+    from openenv_train.training.forge.actors import ReplayBufferActor
 
     f, s, a = cfg.forge, cfg.services, cfg.actors
     provisioner = await init_provisioner()

@@ -29,7 +29,7 @@ from .prep import Progress, console, prepare_model
 async def _train(
     cfg: ForgeRecipeConfig, model_dir: Path, urls: list[str], hooks: dict[str, Any]
 ) -> tuple[LoopState, dict[str, Any]]:
-    from openenv_train.trainers.forge.mesh import ActorGraph
+    from openenv_train.training.forge.mesh import ActorGraph
 
     async with ActorGraph() as graph:
         if cfg.backend == "forge":
@@ -76,7 +76,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     from openenv_train.policy.tiny import load_tiny_model
     from openenv_train.policy.transformers_policy import TransformersPolicy
     from openenv_train.runtime import start_local_servers
-    from openenv_train.trainers import JsonlMetricsCallback, plot_learning_curve
+    from openenv_train.training import JsonlMetricsCallback, plot_learning_curve
     from recipes.grpo_blackjack.evaluate import baselines, evaluate_policy
     from recipes.grpo_blackjack.evaluate import results_table as _table
 
@@ -209,7 +209,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
 def _run_forge(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     """forge's own actors (GPUs; untested here): train, log rollout rewards, no local evals."""
     from openenv_train.runtime import start_local_servers
-    from openenv_train.trainers import JsonlMetricsCallback
+    from openenv_train.training import JsonlMetricsCallback
 
     out = cfg.run_dir
     out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
-from ..common.checks import ReportTo, check_reporters, import_target
+from openenv_train.training.checks import ReportTo, check_reporters, import_target
 
 
 class ConfigError(ValueError):
@@ -61,7 +61,7 @@ class ModelSection(_Strict):
     #: learning rate of the format warm-up
     warmup_learning_rate: float = Field(3e-3, gt=0)
     #: "all": the warm-up also predicts the env's text, so the model learns to read the state
-    #: (openenv_train.trainers.format_warmup); "answers": answer tokens only.
+    #: (openenv_train.training.format_warmup); "answers": answer tokens only.
     warmup_loss_on: Literal["all", "answers"] = "all"
     #: extra arguments of every apply_chat_template call (chat models)
     chat_template_kwargs: dict[str, Any] = Field(
@@ -183,7 +183,7 @@ class GRPOSection(_Strict):
     #: torch CPU threads (1 is fastest for the tiny model; null: torch's default)
     torch_threads: int | None = Field(1, ge=1)
     #: forward/backward per completion-length bucket instead of padding every row to the
-    #: longest (same loss up to float rounding; openenv_train.trainers.buckets)
+    #: longest (same loss up to float rounding; openenv_train.training.buckets)
     length_buckets: bool = True
     #: any other GRPOConfig field, passed as is (e.g. {warmup_ratio: 0.1})
     extra: dict[str, Any] = Field(default_factory=dict)

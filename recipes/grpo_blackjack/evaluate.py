@@ -28,8 +28,8 @@ from openenv_train.rollout.batcher import GenerationBatcher
 from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec
 
-from ..common.evals import RunEvals
-from ..common.evals import results_table as common_results_table
+from openenv_train.training.evals import RunEvals
+from openenv_train.training.evals import results_table as common_results_table
 
 #: The eval table's columns: (header, key, format).
 COLUMNS = (
@@ -200,7 +200,7 @@ def evaluate_saved_model(
 
 
 class TrainingEval(RunEvals):
-    """The evaluation bookkeeping of one BlackJack training run (``recipes.common.evals``).
+    """The evaluation bookkeeping of one BlackJack training run (``openenv_train.training.evals``).
 
     Greedy evals on ``eval.hands`` fresh hands before and after training beside the baselines;
     periodic greedy evals on validation hands (the learning curve; seeded apart from the final

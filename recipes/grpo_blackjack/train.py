@@ -3,7 +3,7 @@
 config -> model (tiny Llama built here + format warm-up, or a folder / hub model) -> N BlackJack
 servers (local processes or docker/podman containers) -> GRPOTrainer(rollout_func=the batched
 rollout engine over the servers) -> train -> save. The run (run folder, Ctrl-C, checkpoints,
-resume) is ``recipes.common.grpo.train``; evaluation (greedy evals before, during and after beside
+resume) is ``openenv_train.training.grpo.train``; evaluation (greedy evals before, during and after beside
 the baselines, the best weights, curve.png and summary.json) is ``evaluate.TrainingEval``.
 Everything lands in ``runs/<name>/``.
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..common import model as common_model
+from openenv_train.training import model as common_model
 from .config import RecipeConfig, load_config
 
 
 def run(cfg: RecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
-    from ..common.grpo import train
+    from openenv_train.training.grpo import train
     from .evaluate import TrainingEval
 
     def make_spec() -> Any:
@@ -67,7 +67,7 @@ def warm_up(model: Any, tokenizer: Any, m: Any, seed: int, log: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..common.grpo import main as recipe_main
+    from openenv_train.training.grpo import main as recipe_main
 
     return recipe_main(argv, "recipes.grpo_blackjack.train", load_config, run)
 

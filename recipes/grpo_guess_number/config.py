@@ -8,7 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..common.checks import ReportTo, check_reporters, import_target
+from openenv_train.training.checks import ReportTo, check_reporters, import_target
 from ..grpo_blackjack.config import ConfigError, TinyModel
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..common.evals import results_table as common_results_table
+from openenv_train.training.evals import results_table as common_results_table
 from .config import RecipeConfig, load_config
 
 #: The eval table's columns: (header, key, format).
@@ -118,7 +118,7 @@ def environment_class(urls: list[str]) -> type:
     episode in which the model never called the tool scores 0 (its own failure, not the env's)."""
     from guess_number_env import GuessNumberEnv
 
-    from openenv_train.trainers import make_environment_class
+    from openenv_train.training import make_environment_class
 
     base = make_environment_class(
         urls,
@@ -144,7 +144,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
     from trl import GRPOTrainer
 
     from openenv_train.runtime import start_local_servers
-    from openenv_train.trainers import (
+    from openenv_train.training import (
         JsonlMetricsCallback,
         LogProgressCallback,
         PeriodicEvalCallback,
@@ -153,7 +153,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         quiet_third_party,
     )
 
-    from ..common.lifecycle import GracefulStop
+    from openenv_train.training.lifecycle import GracefulStop
     from .evaluate import baselines, evaluate_model
 
     quiet_third_party()

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from openenv_train.client.sync import run_blocking
 
-from ..common.evals import RunEvals
-from ..common.evals import results_table as common_results_table
+from openenv_train.training.evals import RunEvals
+from openenv_train.training.evals import results_table as common_results_table
 
 #: The eval table's columns: (header, key, format).
 COLUMNS = (

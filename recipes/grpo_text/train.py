@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..common import model as common_model
+from openenv_train.training import model as common_model
 from .config import TextRecipeConfig, load_config
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
-    from ..common.grpo import train
+    from openenv_train.training.grpo import train
     from .evaluate import TextEnvEval
 
     spec = cfg.make_spec()
@@ -38,7 +38,7 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..common.grpo import main as recipe_main
+    from openenv_train.training.grpo import main as recipe_main
 
     return recipe_main(argv, "recipes.grpo_text.train", load_config, run)
 

@@ -59,7 +59,7 @@ def test_grpo_through_trl_trains_the_agent_on_its_captured_tokens(notes_urls, to
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.trainers import env_reward, policy_for_trainer, trace_warmup
+    from openenv_train.training import env_reward, policy_for_trainer, trace_warmup
 
     model = notes_model(tokenizer)
     demos = asyncio.run(demonstrations(notes_urls, tokenizer, n=4))

@@ -21,7 +21,7 @@ def blackjack_url():
 
 def test_weight_sync_names_what_the_server_lacks(blackjack_url) -> None:
     from openenv_train.policy.vllm_server import free_port
-    from openenv_train.trainers.async_grpo import ReloadWeightTransfer, WeightSyncError
+    from openenv_train.training.async_grpo import ReloadWeightTransfer, WeightSyncError
 
     # a live server without vLLM's dev-mode endpoints (our env server answers /health)
     transfer = ReloadWeightTransfer(blackjack_url, server_timeout_s=5)
@@ -42,7 +42,7 @@ def test_worker_counts_groups_lost_to_a_dead_model_server(blackjack_url) -> None
     from openenv_train.policy.tiny import build_word_tokenizer
     from openenv_train.policy.vllm_server import free_port
     from openenv_train.rollout import RolloutConfig
-    from openenv_train.trainers.async_grpo import env_rollout_worker
+    from openenv_train.training.async_grpo import env_rollout_worker
 
     args = AsyncGRPOConfig(output_dir="unused", num_generations=2, use_cpu=True, bf16=False,
                            vllm_server_base_url=f"http://127.0.0.1:{free_port()}",

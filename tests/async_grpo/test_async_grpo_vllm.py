@@ -26,7 +26,7 @@ def model_dir(tmp_path_factory):
     from blackjack_env.text_spec import VOCABULARY, random_episode
 
     from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
-    from openenv_train.trainers import quick_format_warmup
+    from openenv_train.training import quick_format_warmup
 
     model, tok = build_tiny_model(VOCABULARY, seed=7)
     quick_format_warmup(model, tok, random_episode)
@@ -68,7 +68,7 @@ def _assert_serves(base_url: str, model, tok) -> list[int]:
 
 def test_reload_weight_transfer_reaches_the_server(server, model_dir) -> None:
     from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.trainers.async_grpo import ReloadWeightTransfer
+    from openenv_train.training.async_grpo import ReloadWeightTransfer
 
     model, tok = load_tiny_model(model_dir)
     before = _assert_serves(server, model, tok)
@@ -135,7 +135,7 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
 
     from openenv_train.policy.tiny import load_tiny_model
     from openenv_train.runtime import LocalProcessProvider
-    from openenv_train.trainers.async_grpo import env_rollout_worker
+    from openenv_train.training.async_grpo import env_rollout_worker
 
     model, tok = load_tiny_model(model_dir)
     env = LocalProcessProvider("blackjack_env.server.app:app", startup_timeout=120)
@@ -175,7 +175,7 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
 def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path) -> None:
     """A whole run from a config (the runner of configs/grpo_blackjack_async_vllm.yaml) on CPU."""
     from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.trainers.async_grpo import cpu_config, run
+    from openenv_train.training.async_grpo import cpu_config, run
 
     cfg = cpu_config(
         model_dir,

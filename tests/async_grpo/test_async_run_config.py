@@ -22,7 +22,7 @@ def _base() -> dict:
 
 
 def test_shipped_gpu_config_loads() -> None:
-    from openenv_train.trainers.async_grpo import load_config
+    from openenv_train.training.async_grpo import load_config
 
     cfg = load_config(ROOT / "configs" / "grpo_blackjack_async_vllm.yaml")
     assert cfg.model.hub and cfg.vllm.base_url == "http://127.0.0.1:8000"
@@ -45,7 +45,7 @@ def test_shipped_gpu_config_loads() -> None:
     ],
 )
 def test_wrong_keys_fail_naming_them(section: str, change: dict, named: str) -> None:
-    from openenv_train.trainers.async_grpo import ConfigError, load_config
+    from openenv_train.training.async_grpo import ConfigError, load_config
 
     raw = _base()
     raw.setdefault(section, {}).update(change)

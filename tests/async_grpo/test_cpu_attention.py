@@ -23,7 +23,7 @@ def test_tree_packed_forward_matches_plain_forward_per_sample() -> None:
     from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, register_tree_attention
 
     from openenv_train.policy.tiny import build_tiny_model
-    from openenv_train.trainers.async_grpo import enable_cpu_async_grpo
+    from openenv_train.training.async_grpo import enable_cpu_async_grpo
 
     assert enable_cpu_async_grpo() is True  # these machines have no CUDA
     register_tree_attention()
@@ -73,7 +73,7 @@ def test_tree_packed_forward_matches_plain_forward_per_sample() -> None:
 
 @pytest.mark.parametrize("window", [(-1, -1), (2, 0)])
 def test_varlen_attention_matches_per_segment_attention_with_gqa(window) -> None:
-    from openenv_train.trainers.async_grpo import varlen_attention
+    from openenv_train.training.async_grpo import varlen_attention
 
     gen = torch.Generator().manual_seed(0)
     len_q, len_k = [3, 1, 4], [5, 1, 4]  # a query segment sees its path: Lk >= Lq

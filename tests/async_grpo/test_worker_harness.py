@@ -27,7 +27,7 @@ def test_worker_plays_harness_sessions_into_rows(echo_url) -> None:
 
     from openenv_train.harness import HarnessRunner, MCPEnvSession, MCPHarnessAdapter
     from openenv_train.rollout import RolloutConfig, ScriptedPolicy
-    from openenv_train.trainers.async_grpo import EngineRolloutWorker
+    from openenv_train.training.async_grpo import EngineRolloutWorker
 
     tok = chatml_tokenizer()
 

@@ -117,7 +117,7 @@ def test_the_checker_catches_an_upward_import(tmp_path: Path) -> None:
     assert violations(layers, same_layer, "openenv_train.cli.main")
     down = tmp_path / "ok.py"
     down.write_text("from ..rollout.engine import RolloutEngine\n")
-    assert not violations(layers, down, "openenv_train.trainers.ok")
+    assert not violations(layers, down, "openenv_train.training.ok")
 
 
 @pytest.mark.parametrize("package", ["core", "server", "client", "runtime"])

@@ -22,7 +22,7 @@ def model_dir(tmp_path_factory):
     """The tiny BlackJack Llama after a short format warm-up (it answers hit/stand), on disk."""
     import torch
 
-    from openenv_train.trainers import quick_format_warmup
+    from openenv_train.training import quick_format_warmup
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from openenv_train.trainers.forge import AdaptiveEntropy, ReplayBuffer, forge_loss, grpo_loss
-from openenv_train.trainers.forge.actors import crop_batch
-from openenv_train.trainers.forge.shapes import Completion, Episode
+from openenv_train.training.forge import AdaptiveEntropy, ReplayBuffer, forge_loss, grpo_loss
+from openenv_train.training.forge.actors import crop_batch
+from openenv_train.training.forge.shapes import Completion, Episode
 
 
 def episode(version: int, reward: float = 1.0, advantage: float = 0.5) -> Episode:

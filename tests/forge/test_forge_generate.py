@@ -17,7 +17,7 @@ from blackjack_env.text_spec import BlackjackTextSpec
 from openenv_train.policy.base import SamplingSettings
 from openenv_train.policy.transformers_policy import TransformersPolicy
 from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
-from openenv_train.trainers.forge import (
+from openenv_train.training.forge import (
     Completion,
     GeneratorPolicy,
     TokenMismatchError,

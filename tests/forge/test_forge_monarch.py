@@ -15,8 +15,8 @@ import torch
 from proc_checks import alive
 
 from openenv_train.policy.tiny import load_tiny_model
-from openenv_train.trainers.forge import GeneratorPolicy
-from openenv_train.trainers.forge.mesh import ActorGraph
+from openenv_train.training.forge import GeneratorPolicy
+from openenv_train.training.forge.mesh import ActorGraph
 from recipes.forge_grpo_blackjack.app import run_loop, spawn_monarch
 from recipes.forge_grpo_blackjack.config import parse_config
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from openenv_train.rollout.records import EpisodeRecord
-from openenv_train.trainers.forge import (
+from openenv_train.training.forge import (
     Completion,
     Episode,
     collate,

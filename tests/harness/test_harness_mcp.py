@@ -25,7 +25,7 @@ from openenv_train.rollout import (
     RolloutOutputError,
     ScriptedPolicy,
 )
-from openenv_train.trainers import make_harness_rollout_func
+from openenv_train.training import make_harness_rollout_func
 
 CALL = '<tool_call>{"name": "echo_message", "arguments": {"message": "hello world"}}</tool_call>'
 

@@ -32,7 +32,7 @@ def trainer(tmp_path_factory):
 
 
 async def test_policy_for_trainer_follows_in_place_updates(trainer):
-    from openenv_train.trainers import policy_for_trainer
+    from openenv_train.training import policy_for_trainer
 
     policy = policy_for_trainer(trainer)
     assert policy.model is trainer.model and policy.tokenizer is trainer.processing_class

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from recipes_helpers import ROOT
 
-from openenv_train.trainers import RichProgressCallback
-from openenv_train.trainers.callbacks import LogProgressCallback
+from openenv_train.training import RichProgressCallback
+from openenv_train.training.callbacks import LogProgressCallback
 
 
 class _Tty(io.StringIO):

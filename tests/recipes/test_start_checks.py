@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from recipes_helpers import run_cli
 
-from recipes.common.checks import normalize_report_to
+from openenv_train.training.checks import normalize_report_to
 from recipes.grpo_blackjack.config import ConfigError
 from recipes.grpo_blackjack.config import parse_config as parse_blackjack
 from recipes.grpo_text.config import parse_config as parse_text

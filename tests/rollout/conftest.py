@@ -36,7 +36,7 @@ def format_model(tokenizer):
     more threads only fight the servers for the 2 cores)."""
     import torch
 
-    from openenv_train.trainers import quick_format_warmup
+    from openenv_train.training import quick_format_warmup
 
     model = build_tiny_llama(tokenizer, seed=7)
     threads = torch.get_num_threads()

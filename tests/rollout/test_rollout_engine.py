@@ -8,7 +8,7 @@ from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
 from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
-from openenv_train.trainers.rollout import runner_rollout_func
+from openenv_train.training.rollout import runner_rollout_func
 
 
 async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):

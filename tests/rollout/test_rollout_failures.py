@@ -18,7 +18,7 @@ from openenv_train.rollout import (
     ScriptedPolicy,
 )
 from openenv_train.runtime import LocalProcessProvider, start_local_servers
-from openenv_train.trainers.rollout import runner_rollout_func
+from openenv_train.training.rollout import runner_rollout_func
 
 
 @pytest.fixture

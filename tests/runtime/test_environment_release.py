@@ -16,7 +16,7 @@ from transformers.trainer_callback import CallbackHandler
 
 from openenv_train.runtime import container_engine as ce
 from openenv_train.runtime import start_servers
-from openenv_train.trainers import make_environment_class, release_callback
+from openenv_train.training import make_environment_class, release_callback
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 ECHO = "echo_env.server.app:app"
@@ -65,7 +65,7 @@ CRASHING = textwrap.dedent(
     """
     import sys
     from openenv_train.runtime import start_servers
-    from openenv_train.trainers import make_environment_class
+    from openenv_train.training import make_environment_class
     group = start_servers("echo_env.server.app:app", 1, runtime="docker", image=sys.argv[1])
     cls = make_environment_class(group, own_servers=True)
     env = cls(); env.reset()

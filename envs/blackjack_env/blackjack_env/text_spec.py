@@ -76,7 +76,7 @@ def basic_strategy_answer(prompt_text: str) -> str:
 def random_episode(rng: random.Random) -> list[tuple[str, str]]:
     """One well-formed game with uniformly random actions, as chat turns (``("user", env text)``,
     ``("assistant", "hit"/"stand")``, ...): the data of the short format warm-up before GRPO
-    (``openenv_train.trainers.format_warmup``). It teaches the format, not a policy: random
+    (``openenv_train.training.format_warmup``). It teaches the format, not a policy: random
     actions carry no information about which action is better."""
     game = BlackjackGame.deal(rng=random.Random(rng.getrandbits(64)))
     turns = [("user", decision_text(game_view(game)))]

@@ -10,7 +10,7 @@ from trainers_helpers import tiny_grpo_trainer as _trainer
 def test_rollout_output_is_what_the_trainer_needs(blackjack_servers, warmed, tmp_path) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     rollout_func = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers)
@@ -56,7 +56,7 @@ def test_short_grpo_run_through_the_whole_stack_changes_weights(
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
@@ -80,7 +80,7 @@ def test_short_grpo_run_through_the_whole_stack_changes_weights(
 def test_bad_rollout_setup_is_named(blackjack_servers, warmed, tmp_path) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     with pytest.raises(ValueError, match="servers"):
         make_rollout_func(BlackjackTextSpec(), [])

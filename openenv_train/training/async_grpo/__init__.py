@@ -6,7 +6,7 @@
   TRL's NCCL client stays the choice on CUDA machines;
 - :func:`enable_cpu_async_grpo`: the two CUDA-only spots of the trainer, made to run on a CPU;
 - :func:`load_config` / :func:`run`: a whole run from a YAML config
-  (``python -m openenv_train.trainers.async_grpo CONFIG``).
+  (``python -m openenv_train.training.async_grpo CONFIG``).
 
 Importing this package needs the ``train`` extra (trl); running it needs a vLLM server.
 """

@@ -8,7 +8,7 @@ from trainers_helpers import tiny_grpo_trainer
 
 
 def _trainer(model, tok, rollout_func, tmp_path, **kw):
-    from openenv_train.trainers.offpolicy import OffPolicyGRPOTrainer
+    from openenv_train.training.offpolicy import OffPolicyGRPOTrainer
 
     return tiny_grpo_trainer(
         model,
@@ -29,7 +29,7 @@ def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     f = make_rollout_func(
@@ -71,7 +71,7 @@ def test_max_staleness_0_is_the_synchronous_path_on_the_live_model(
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     f = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=0)
@@ -91,7 +91,7 @@ def test_training_with_max_staleness_1_learns_and_corrects(
     """A reward for answering ``stand`` first: the overlapped, IS-corrected loss must learn it."""
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     stand = tok.convert_tokens_to_ids("stand")
@@ -136,7 +136,7 @@ def test_in_loss_ratio_equals_trls_own_correction(
     """The ratio taken from the loss forward equals TRL's (extra forward pass) on stale rows."""
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     inner = make_rollout_func(BlackjackTextSpec(seed=5), blackjack_servers)
@@ -189,7 +189,7 @@ def test_an_unpicklable_spec_is_named_for_the_process_producer(
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     model, tok = warmed
     spec = BlackjackTextSpec(seed=1)

@@ -80,7 +80,7 @@ def warm_up(
 ) -> None:
     """The format warm-up of the ``model`` section (``warmup_steps`` batches of random-action
     games; nothing when 0), printed and logged as a ``warmup`` record."""
-    from openenv_train.trainers import format_warmup
+    from openenv_train.training import format_warmup
 
     if not m.warmup_steps:
         return

@@ -6,7 +6,7 @@ import torch
 from trainers_helpers import tiny_grpo_trainer
 from trl import GRPOTrainer
 
-from openenv_train.trainers.buckets import length_buckets
+from openenv_train.training.buckets import length_buckets
 
 
 def test_buckets_group_by_length_and_fill_up() -> None:
@@ -19,8 +19,8 @@ def test_buckets_group_by_length_and_fill_up() -> None:
 def test_bucketed_logps_equal_trl_on_a_real_multi_turn_batch(blackjack_servers, warmed, tmp_path):
     from blackjack_env.text_spec import BlackjackTextSpec
 
-    from openenv_train.trainers import make_rollout_func
-    from openenv_train.trainers.buckets import LengthBucketedGRPOTrainer
+    from openenv_train.training import make_rollout_func
+    from openenv_train.training.buckets import LengthBucketedGRPOTrainer
 
     model, tok = warmed
     f = make_rollout_func(BlackjackTextSpec(seed=4), blackjack_servers)

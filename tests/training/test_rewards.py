@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_train.trainers import env_reward, format_reward, make_format_reward
+from openenv_train.training import env_reward, format_reward, make_format_reward
 
 
 def test_env_reward_returns_the_recorded_rewards() -> None:

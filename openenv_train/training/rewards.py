@@ -15,7 +15,7 @@ def _rows(name: str, values: Any, completions: Sequence[Any]) -> list[Any]:
     if values is None:
         raise KeyError(
             f"{name}: the reward function got no {name!r} column; use it with a rollout_func that "
-            f"returns {name!r} (openenv_train.trainers.make_rollout_func does)"
+            f"returns {name!r} (openenv_train.training.make_rollout_func does)"
         )
     if not isinstance(values, (list, tuple)):
         values = [values] * len(completions)

@@ -8,8 +8,8 @@ import random
 from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
 from openenv_train.rollout.scripted import ScriptedPolicy
 from openenv_train.rollout.tokens import TokenCodec
-from openenv_train.trainers import format_warmup
-from openenv_train.trainers.warmup import episode_ids
+from openenv_train.training import format_warmup
+from openenv_train.training.warmup import episode_ids
 
 
 def test_episode_ids_match_what_the_engine_records(

@@ -48,7 +48,7 @@ class RunEvals:
     def __init__(
         self, cfg: Any, model: Any, tokenizer: Any, metrics: Any, *, started: float | None = None
     ) -> None:
-        from openenv_train.trainers import (
+        from openenv_train.training import (
             LogProgressCallback,
             PeriodicEvalCallback,
             RichProgressCallback,
@@ -222,7 +222,7 @@ class RunEvals:
         self, model_dir: Path, *, interrupted: bool = False, checkpoint: str | None = None
     ) -> dict[str, Any]:
         """Write curve.png and summary.json; returns the summary."""
-        from openenv_train.trainers import plot_learning_curve
+        from openenv_train.training import plot_learning_curve
 
         out, cfg = self.run_dir, self.cfg
         png = plot_learning_curve(

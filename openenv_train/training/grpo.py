@@ -46,7 +46,7 @@ def rollout_config(cfg: Any) -> Any:
 
 
 def reward_funcs(cfg: Any) -> list[Any]:
-    from openenv_train.trainers import env_reward, format_reward
+    from openenv_train.training import env_reward, format_reward
 
     return [env_reward] + ([format_reward] if cfg.format_reward_weight else [])
 
@@ -130,12 +130,12 @@ def train(
     """One GRPO run through ``rollout_func`` on env servers, in ``cfg.run_dir``.
 
     ``load_model(log, warmup) -> (model, tokenizer)``; ``make_evals(model, tokenizer, metrics,
-    started, urls)`` -> a :class:`~recipes.common.evals.RunEvals`. With ``cfg.resume`` the run continues
+    started, urls)`` -> a :class:`~openenv_train.training.evals.RunEvals`. With ``cfg.resume`` the run continues
     from its last trainer checkpoint (weights, optimizer, scheduler, step) and appends to its
     metrics. Ctrl-C / SIGTERM: see ``lifecycle``; re-raised as ``KeyboardInterrupt`` once saved.
     """
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from openenv_train.trainers import JsonlMetricsCallback, quiet_third_party
+    from openenv_train.training import JsonlMetricsCallback, quiet_third_party
 
     from .lifecycle import GracefulStop, RunFolder, signals_ignored
 
@@ -214,7 +214,7 @@ def train(
 def trainer_class(cfg: Any) -> Any:
     """TRL's ``GRPOTrainer``, subclassed for ``grpo.length_buckets`` (no forward pass over
     padding) and ``rollout.max_staleness`` > 0 (the loss corrects rows of older weights)."""
-    from openenv_train.trainers.offpolicy import grpo_trainer_class
+    from openenv_train.training.offpolicy import grpo_trainer_class
 
     return grpo_trainer_class(
         off_policy=cfg.rollout.max_staleness > 0, length_buckets=cfg.grpo.length_buckets
@@ -222,10 +222,10 @@ def trainer_class(cfg: Any) -> Any:
 
 
 def _rollout_func(cfg: Any, spec: Any, servers: Any, urls: list[str], on_batch: Any) -> Any:
-    from openenv_train.trainers import make_rollout_func
+    from openenv_train.training import make_rollout_func
 
     if cfg.env.runtime == "ray" and servers is not None:  # heals the fleet before each batch
-        from openenv_train.trainers.ray_rollout import make_ray_rollout_func
+        from openenv_train.training.ray_rollout import make_ray_rollout_func
 
         return make_ray_rollout_func(
             spec,

@@ -64,7 +64,7 @@ def test_two_seeded_runs_log_identical_rewards(tmp_path: Path) -> None:
 def test_curve_names_a_folder_without_a_curve(tmp_path: Path) -> None:
     import pytest
 
-    from openenv_train.trainers.compare import compare_runs, read_curve
+    from openenv_train.training.compare import compare_runs, read_curve
 
     with pytest.raises(ValueError, match="no learning curve"):
         read_curve(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from child_env import with_pythonpath
 
-from openenv_train.trainers import make_environment_class
+from openenv_train.training import make_environment_class
 
 HERE = Path(__file__).resolve().parent
 

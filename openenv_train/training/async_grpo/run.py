@@ -1,4 +1,4 @@
-"""Run ``AsyncGRPOTrainer`` on our engine from a config: ``python -m openenv_train.trainers.async_grpo CONFIG``.
+"""Run ``AsyncGRPOTrainer`` on our engine from a config: ``python -m openenv_train.training.async_grpo CONFIG``.
 
 Starts the env servers (and, on CPU without ``vllm.base_url``, a reloadable vLLM server), builds
 the rollout worker and the weight sync for this machine (``ReloadWeightTransfer`` on CPU, TRL's
@@ -131,7 +131,7 @@ def _mkdir(path: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m openenv_train.trainers.async_grpo CONFIG.yaml", file=sys.stderr)
+        print("usage: python -m openenv_train.training.async_grpo CONFIG.yaml", file=sys.stderr)
         return 2
     result = run(load_config(argv[0]))
     state = result.trainer.state
