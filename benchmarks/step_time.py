@@ -187,8 +187,8 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """``(cfg, model, tokenizer, servers)``: the demo config with ``--steps``, its warmed-up tiny
     model and its started env servers."""
     import torch
-
     from recipes.common import grpo as common
+
     from recipes.grpo_blackjack import train as recipe
     from recipes.grpo_blackjack.config import load_config
 
@@ -212,10 +212,10 @@ def train_steps(
     ``rollout.max_staleness``; one sample per step."""
     from blackjack_env.text_spec import BlackjackTextSpec
     from datasets import Dataset
+    from recipes.common import grpo as common
     from transformers import TrainerCallback
 
     from openenv_train.training import make_rollout_func
-    from recipes.common import grpo as common
 
     cfg = cfg.model_copy(
         update={"rollout": cfg.rollout.model_copy(update={"max_staleness": max_staleness})}

@@ -15,7 +15,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openenv_train.runtime.ray_cluster import RaySettings
-
 from openenv_train.training.checks import ReportTo, check_reporters, import_target
 
 

@@ -27,7 +27,6 @@ from openenv_train.policy.base import Generation
 from openenv_train.rollout.batcher import GenerationBatcher
 from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec
-
 from openenv_train.training.evals import RunEvals
 from openenv_train.training.evals import results_table as common_results_table
 

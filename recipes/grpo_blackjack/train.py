@@ -16,12 +16,14 @@ import sys
 from typing import Any
 
 from openenv_train.training import model as common_model
+
 from .config import RecipeConfig, load_config
 
 
 def run(cfg: RecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
     from openenv_train.training.grpo import train
+
     from .evaluate import TrainingEval
 
     def make_spec() -> Any:

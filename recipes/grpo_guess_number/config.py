@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openenv_train.training.checks import ReportTo, check_reporters, import_target
+
 from ..grpo_blackjack.config import ConfigError, TinyModel
 
 

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_train.training.evals import results_table as common_results_table
+
 from .config import RecipeConfig, load_config
 
 #: The eval table's columns: (header, key, format).
@@ -152,8 +153,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         plot_learning_curve,
         quiet_third_party,
     )
-
     from openenv_train.training.lifecycle import GracefulStop
+
     from .evaluate import baselines, evaluate_model
 
     quiet_third_party()

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from openenv_train.training.checks import import_target
+
 from ..grpo_blackjack import config as base
 from ..grpo_blackjack.config import ConfigError, GRPOSection, ModelSection
 

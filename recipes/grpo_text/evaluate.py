@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_train.client.sync import run_blocking
-
 from openenv_train.training.evals import RunEvals
 from openenv_train.training.evals import results_table as common_results_table
 

@@ -13,12 +13,14 @@ import sys
 from typing import Any
 
 from openenv_train.training import model as common_model
+
 from .config import TextRecipeConfig, load_config
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
     from openenv_train.training.grpo import train
+
     from .evaluate import TextEnvEval
 
     spec = cfg.make_spec()
