@@ -111,9 +111,9 @@ def _comments(cls: type) -> dict[str, str]:
 def _description(model: type[BaseModel], name: str, field: FieldInfo) -> str:
     if field.description:
         return " ".join(field.description.split())
-    for cls in model.__mro__:  # the class that declares the field documents it
-        if name in getattr(cls, "__annotations__", {}):
-            return _comments(cls).get(name, "")
+    for cls in model.__mro__:  # the nearest class that declares the field and says what it is
+        if name in getattr(cls, "__annotations__", {}) and _comments(cls).get(name):
+            return _comments(cls)[name]
     return ""
 
 

@@ -3,7 +3,7 @@
 forge's GRPO configs name ``group_size``, ``local_batch_size``, ``off_by_n`` (the replay buffer's
 ``max_policy_age``), ``max_req_tokens`` / ``max_res_tokens`` and per-service resources
 (``services.<name>.procs`` / ``num_replicas``, ``actors.<name>.procs``); so does this one. The
-model, env and eval sections are the TRL recipe's (``recipes.grpo_blackjack.config``).
+model and env sections and the top-level keys are the shared ones (``openenv_train.training.config``).
 ``backend: monarch`` runs our actors on local processes (CPU); ``backend: forge`` uses forge's own
 ``Generator`` and ``TitanTrainer`` (needs torchforge and GPUs; untested here).
 """
@@ -11,19 +11,15 @@ model, env and eval sections are the TRL recipe's (``recipes.grpo_blackjack.conf
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from recipes.grpo_blackjack.config import ConfigError, EnvSection, EvalSection, ModelSection
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+from openenv_train.training import config
+from openenv_train.training.config import EnvSection, ModelSection, RunName, StrictModel
 
 
-class Resources(_Strict):
+class Resources(StrictModel):
     """forge's per-actor resources (``ForgeActor.options``)."""
 
     #: processes per replica
@@ -36,19 +32,11 @@ class Resources(_Strict):
     mesh_name: str | None = None
 
 
-class RolloutSection(_Strict):
+class RolloutSection(config.EngineSection):
     """Rollout engine knobs; each rollout call plays ``groups_per_rollout`` groups."""
 
     #: groups per rollout call (one call fills one train batch)
     groups_per_rollout: int = Field(32, ge=1)
-    #: model turns per episode before it is cut
-    max_turns: int = Field(8, ge=1)
-    #: tokens the model may generate per turn
-    max_new_tokens: int = Field(4, ge=1)
-    #: env sessions open at once
-    max_concurrency: int = Field(512, ge=1)
-    #: most sessions batched into one model call
-    max_batch_size: int = Field(512, ge=1)
     #: sampling temperature of the rollouts
     temperature: float = Field(1.0, gt=0)
     #: true: the rollouts of a group play the same hand
@@ -57,7 +45,16 @@ class RolloutSection(_Strict):
     invalid_action_reward: float = -1.0
 
 
-class LossSection(_Strict):
+class EvalSection(config.EvalSection):
+    """Greedy evaluation on fresh seeded hands, in-process (``blackjack_env``'s game rules)."""
+
+    #: fresh seeded hands of the greedy evals before and after training
+    hands: int = Field(20000, ge=1)
+    #: validation hands per periodic eval (keep_best picks on these)
+    periodic_hands: int = Field(10000, ge=1)
+
+
+class LossSection(StrictModel):
     #: KL penalty towards the reference model (0: none)
     beta: float = Field(0.0, ge=0)
     #: lower clip of the ratio to the generator's logprobs
@@ -66,7 +63,7 @@ class LossSection(_Strict):
     epsilon_high: float | None = Field(None, gt=0)
 
 
-class EntropySection(_Strict):
+class EntropySection(StrictModel):
     """TRL's adaptive entropy control (without it the tiny model collapses to "always stand")."""
 
     #: adaptive entropy bonus on (plain GRPO collapses to always stand)
@@ -77,7 +74,7 @@ class EntropySection(_Strict):
     delta: float = Field(0.005, ge=0)
 
 
-class TrainerSection(_Strict):
+class TrainerSection(StrictModel):
     #: AdamW learning rate
     learning_rate: float = Field(5e-4, gt=0)
     #: learning-rate schedule over `steps`
@@ -90,24 +87,24 @@ class TrainerSection(_Strict):
     threads: int = Field(1, ge=1)
 
 
-class ReplayBufferSection(_Strict):
+class ReplayBufferSection(StrictModel):
     #: most episodes kept (null: unbounded)
     max_buffer_size: int | None = Field(None, ge=1)
     #: times an episode may be trained on again (0: once)
     max_resample_count: int = Field(0, ge=0)
 
 
-class ActorsSection(_Strict):
+class ActorsSection(StrictModel):
     rollout: Resources = Field(default_factory=Resources)
     trainer: Resources = Field(default_factory=Resources)
     replay_buffer: Resources = Field(default_factory=Resources)
 
 
-class ServicesSection(_Strict):
+class ServicesSection(StrictModel):
     generator: Resources = Field(default_factory=Resources)
 
 
-class ForgeSection(_Strict):
+class ForgeSection(StrictModel):
     """``backend: forge`` only: keyword arguments for forge's ``Generator`` / ``TitanTrainer``."""
 
     #: hub model of forge's Generator and TitanTrainer
@@ -118,19 +115,16 @@ class ForgeSection(_Strict):
     trainer: dict[str, Any] = Field(default_factory=dict)
 
 
-class ForgeRecipeConfig(_Strict):
+class ForgeRecipeConfig(config.RunConfig):
+    """``openenv-train train configs/forge_grpo_blackjack_cpu.yaml`` loads this from YAML."""
+
+    example: ClassVar[str] = "configs/forge_grpo_blackjack_cpu.yaml"
     #: the recipe that runs this config
     recipe: Literal["forge_grpo_blackjack"] = "forge_grpo_blackjack"
     #: run name: everything lands in output_dir/name (--name overrides)
-    name: str = Field("forge_grpo_blackjack", pattern=r"^[A-Za-z0-9_.-]+$")
-    #: folder of the run folders
-    output_dir: str = "runs"
-    #: seed of torch, the deals and the trainer
-    seed: int = 0
+    name: RunName = "forge_grpo_blackjack"
     #: monarch: our actors on this machine's CPU; forge: forge's Generator and TitanTrainer (GPUs)
     backend: Literal["monarch", "forge"] = "monarch"
-    #: a rich progress bar
-    progress: bool = True
     #: episodes per GRPO group (advantages are computed within it)
     group_size: int = Field(16, ge=2)
     #: episodes per train step; a multiple of group_size
@@ -177,48 +171,12 @@ class ForgeRecipeConfig(_Strict):
                 )
         return self
 
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.output_dir) / self.name
-
-
-def _format(err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        if e["type"] == "extra_forbidden":
-            lines.append(
-                f"{key}: unknown key; remove it or check its spelling "
-                "(see configs/forge_grpo_blackjack_cpu.yaml)"
-            )
-        else:
-            lines.append(f"{key}: {e['msg'].removeprefix('Value error, ')}")
-    return "invalid forge recipe config:\n  " + "\n  ".join(lines)
-
 
 def parse_config(data: Any, base: Path | None = None) -> ForgeRecipeConfig:
-    if not isinstance(data, dict):
-        raise ConfigError(f"a recipe config must be a YAML mapping, got {type(data).__name__}")
-    try:
-        cfg = ForgeRecipeConfig.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(_format(err)) from None
-    path = cfg.model.path
-    if path and not cfg.model.hub:
-        p = Path(path) if Path(path).is_absolute() or base is None else base / path
-        if not (p / "config.json").is_file():
-            raise ConfigError(f"model.path: {path!r} is not a model folder (no config.json at {p})")
-        cfg.model.path = str(p)
-    return cfg
+    """A checked config from a dict; raises ``ConfigError`` naming the key."""
+    return config.parse_config(data, ForgeRecipeConfig, base)
 
 
 def load_config(path: str | Path) -> ForgeRecipeConfig:
     """Load and check a YAML config (``openenv-train train`` calls this)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML: {err}") from None
-    return parse_config(data or {}, base=Path.cwd())
+    return config.load_config(path, ForgeRecipeConfig)

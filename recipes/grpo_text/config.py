@@ -1,5 +1,5 @@
-"""Typed config of the generic text-env GRPO recipe: the BlackJack recipe's sections, with the env
-named by config (``env.app``, ``env.spec``) and the vocabulary taken from the spec or the config.
+"""Typed config of the generic text-env GRPO recipe: the shared sections, with the env named by
+config (``env.app``, ``env.spec``) and the vocabulary taken from the spec or the config.
 
 Everything is checked at load, before the run folder or the model exists: the env app's module,
 the spec class (imported and built with ``env.spec_kwargs``), a vocabulary for the tiny model and
@@ -8,61 +8,51 @@ a ``random_episode`` for the format warm-up.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from openenv_train.training import config
 from openenv_train.training.checks import import_target
-
-from ..grpo_blackjack import config as base
-from ..grpo_blackjack.config import ConfigError, GRPOSection, ModelSection
+from openenv_train.training.config import ConfigError, RunName
 
 SPEC_EXAMPLE = "my_env.text_spec:MyEnvSpec"
 
 
-class TextModelSection(ModelSection):
+class ModelSection(config.ModelSection):
     """``vocabulary``: the words of the tiny model's tokenizer (``null``: the spec's own
     ``vocabulary``); not used with ``path``."""
 
-    #: the tiny tokenizer's words (null: the spec's `vocabulary`); not used with model.path
-    vocabulary: list[str] | None = None
     #: format warm-up batches on the spec's random_episode games (0: none)
     warmup_steps: int = Field(200, ge=0)
+    #: the tiny tokenizer's words (null: the spec's `vocabulary`); not used with model.path
+    vocabulary: list[str] | None = None
 
 
-class TextEnvSection(base.EnvSection):
+class EnvSection(config.EnvSection):
     """``app``: the env server (``module:attribute``); ``spec``: its ``TextEnvSpec`` subclass
     (``module:Class``), built with ``spec_kwargs``."""
 
     #: the env server app, module:attribute (imported from the current folder, like uvicorn)
     app: str = "recipes.grpo_text.countdown:app"
+    #: env server processes (or containers) to start
+    num_servers: int = Field(1, ge=1)
     #: the env's TextEnvSpec subclass, module:Class (prompt, render, parse_action, vocabulary)
     spec: str = "recipes.grpo_text.countdown:CountdownSpec"
     #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
-    #: env server processes (or containers) to start
-    num_servers: int = Field(1, ge=1)
 
 
-class TextRolloutSection(base._Strict):
-    """Engine knobs (``openenv_train.rollout.RolloutConfig``)."""
-
+class RolloutSection(config.RolloutSection):
     #: model turns per episode before it is cut (truncated)
     max_turns: int = Field(10, ge=1)
     #: tokens per model answer (countdown answers one word; raise it for longer answers)
     max_new_tokens: int = Field(2, ge=1)
-    #: episodes played at once
-    max_concurrency: int = Field(512, ge=1)
-    #: most rows in one batched model call
-    max_batch_size: int = Field(512, ge=1)
-    system_prompt: str | None = None
-    #: > 0: rollouts overlap training, played by weights at most this many optimizer steps old
-    #: (the loss corrects with TRL's truncated importance ratio); 0: on-policy, synchronous
-    max_staleness: int = Field(0, ge=0)
 
 
-class TextGRPOSection(GRPOSection):
+class GRPOSection(config.GRPOSection):
     #: optimizer steps
     max_steps: int = Field(60, ge=1)
     #: episodes per GRPO group
@@ -75,35 +65,38 @@ class TextGRPOSection(GRPOSection):
     lr_scheduler_type: str = "constant"
 
 
-class TextEvalSection(base._Strict):
+class EvalSection(config.EvalSection):
     """Greedy play through the env servers: ``episodes`` games before and after training,
     ``periodic_episodes`` every ``every`` steps (the curve; validation games seeded apart)."""
 
-    #: greedy games before and after training
-    episodes: int = Field(256, ge=1)
     #: periodic greedy eval every this many optimizer steps (the learning curve)
     every: int = Field(20, ge=1)
+    #: greedy games before and after training
+    episodes: int = Field(256, ge=1)
     #: validation games per periodic eval (keep_best picks on these)
     periodic_episodes: int = Field(128, ge=1)
-    #: seed of the evaluation games (apart from the training games)
-    seed: int = 2_000_000_000
-    #: save the weights of the best periodic eval instead of the last step's
-    keep_best: bool = True
 
 
-class TextRecipeConfig(base.RecipeConfig):
+class TextRecipeConfig(config.RunConfig):
     """``openenv-train train configs/grpo_text_countdown.yaml`` loads this from YAML."""
 
     example: ClassVar[str] = "configs/grpo_text_countdown.yaml"
     #: the recipe that runs this config
-    recipe: Literal["grpo_text"] = "grpo_text"  # type: ignore[assignment]
+    recipe: Literal["grpo_text"] = "grpo_text"
     #: run name: everything lands in output_dir/name (--name overrides)
-    name: str = Field("grpo_text", pattern=r"^[A-Za-z0-9_.-]+$")
-    model: TextModelSection = Field(default_factory=TextModelSection)  # type: ignore[assignment]
-    env: TextEnvSection = Field(default_factory=TextEnvSection)  # type: ignore[assignment]
-    rollout: TextRolloutSection = Field(default_factory=TextRolloutSection)  # type: ignore[assignment]
-    grpo: TextGRPOSection = Field(default_factory=TextGRPOSection)  # type: ignore[assignment]
-    eval: TextEvalSection = Field(default_factory=TextEvalSection)  # type: ignore[assignment]
+    name: RunName = "grpo_text"
+    #: weight of a format reward (-1 for an answer the spec cannot parse) beside the env's reward; 0: none
+    format_reward_weight: float = 0.0
+    #: the policy model
+    model: ModelSection = Field(default_factory=ModelSection)
+    #: the env servers and the env's text spec
+    env: EnvSection = Field(default_factory=EnvSection)
+    #: the rollout engine
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    #: TRL GRPOConfig settings
+    grpo: GRPOSection = Field(default_factory=GRPOSection)
+    #: greedy evaluation
+    eval: EvalSection = Field(default_factory=EvalSection)
 
     def check_start(self) -> None:
         super().check_start()
@@ -141,8 +134,6 @@ class TextRecipeConfig(base.RecipeConfig):
     @staticmethod
     def warmup_episodes(spec: Any) -> Any:
         """The spec's ``random_episode(rng)``, or one beside the spec class in its module."""
-        import sys
-
         found = getattr(spec, "random_episode", None)
         if found is None:
             found = getattr(sys.modules.get(type(spec).__module__), "random_episode", None)
@@ -152,11 +143,11 @@ class TextRecipeConfig(base.RecipeConfig):
         return list(self.model.vocabulary or getattr(self.make_spec(), "vocabulary", ()))
 
 
-def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> TextRecipeConfig:
-    """A checked :class:`TextRecipeConfig` from a dict; raises :class:`ConfigError` naming the key."""
-    return base.parse_config(data, base_dir, schema=TextRecipeConfig)  # type: ignore[return-value]
+def parse_config(data: Any, base: Path | None = None) -> TextRecipeConfig:
+    """A checked :class:`TextRecipeConfig` from a dict; raises ``ConfigError`` naming the key."""
+    return config.parse_config(data, TextRecipeConfig, base)
 
 
 def load_config(path: str | Path) -> TextRecipeConfig:
     """Load and check a YAML config (``configs/grpo_text_countdown.yaml`` is the example)."""
-    return base.load_config(path, schema=TextRecipeConfig)  # type: ignore[return-value]
+    return config.load_config(path, TextRecipeConfig)

@@ -1,5 +1,5 @@
-"""The AsyncGRPOTrainer run config: the shipped GPU YAML loads; every wrong key fails at load time
-naming the key. Needs trl (the train extra), not vLLM or a GPU."""
+"""The async_grpo_blackjack recipe's config: the shipped GPU YAML loads and names the recipe; every
+wrong key fails at load time naming the key. Needs trl (the train extra), not vLLM or a GPU."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ def _base() -> dict:
 
 
 def test_shipped_gpu_config_loads() -> None:
-    from openenv_train.training.async_grpo import load_config
+    from recipes.async_grpo_blackjack.config import load_config
 
     cfg = load_config(ROOT / "configs" / "grpo_blackjack_async_vllm.yaml")
+    assert cfg.recipe == "async_grpo_blackjack"
     assert cfg.model.hub and cfg.vllm.base_url == "http://127.0.0.1:8000"
     assert cfg.trainer["max_staleness"] == 2 and cfg.trainer["bf16"] is True
     assert cfg.env.spec == "blackjack_env.text_spec:BlackjackTextSpec"
@@ -37,6 +38,7 @@ def test_shipped_gpu_config_loads() -> None:
         ("trainer", {"max_stalenes": 2}, "trainer.max_stalenes: not an AsyncGRPOConfig field"),
         ("trainer", {"output_dir": "x"}, "trainer.output_dir: set by the runner"),
         ("trainer", {"vllm_server_base_url": "x"}, "use vllm.base_url"),
+        ("trainer", {"report_to": ["wandb"]}, "trainer.report_to: set by the runner"),
         ("trainer", {"max_steps": 0}, "trainer.max_steps: set it > 0"),
         ("rollout", {"max_turn": 3}, "rollout.max_turn: not a RolloutConfig field"),
         ("rollout", {"max_turns": 0}, "max_turns must be >= 1"),
@@ -45,7 +47,7 @@ def test_shipped_gpu_config_loads() -> None:
     ],
 )
 def test_wrong_keys_fail_naming_them(section: str, change: dict, named: str) -> None:
-    from openenv_train.training.async_grpo import ConfigError, load_config
+    from recipes.async_grpo_blackjack.config import ConfigError, load_config
 
     raw = _base()
     raw.setdefault(section, {}).update(change)

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from proc_checks import alive
 
-from recipes.forge_grpo_blackjack.config import ConfigError, parse_config
+from openenv_train.training.config import ConfigError
+from recipes.forge_grpo_blackjack.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 from recipes_helpers import run_cli
 
 from openenv_train.training.checks import normalize_report_to
-from recipes.grpo_blackjack.config import ConfigError
+from openenv_train.training.config import ConfigError
 from recipes.grpo_blackjack.config import parse_config as parse_blackjack
 from recipes.grpo_text.config import parse_config as parse_text
 
@@ -39,7 +39,7 @@ def test_a_missing_reporter_package_names_the_install_command(
 ) -> None:
     real = importlib.util.find_spec
     if real(backend) is not None:  # installed here: hide it (a stand-in for a machine without it)
-        from recipes.common import checks
+        from openenv_train.training import checks
 
         hidden = {"tensorboard", "tensorboardX", backend}
         monkeypatch.setattr(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recipes.grpo_guess_number.config import ConfigError, load_config, parse_config
+from openenv_train.training.config import ConfigError
+from recipes.grpo_guess_number.config import load_config, parse_config
 from recipes.grpo_guess_number.tool_model import build_tool_model, random_conversation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,79 +1,99 @@
-"""Typed config of an ``AsyncGRPOTrainer`` run on our engine, loaded from YAML.
+"""Typed config of an ``AsyncGRPOTrainer`` run on our engine: the shared top-level keys and env
+section (``openenv_train.training.config``), a vLLM server, and two pass-through dicts.
 
-Unknown keys are rejected; ``rollout`` keys are ``RolloutConfig`` fields and ``trainer`` keys are
-``AsyncGRPOConfig`` fields, both checked by name at load time, so a typo fails before any server
-starts and the error names the key (``trainer.max_stalenes``) and the fix.
-``configs/grpo_blackjack_async_vllm.yaml`` is the GPU setting.
+``rollout`` keys are ``RolloutConfig`` fields and ``trainer`` keys are ``AsyncGRPOConfig`` fields,
+both checked by name at load time, so a typo fails before any server starts and the error names
+the key (``trainer.max_stalenes``) and the fix. ``configs/grpo_blackjack_async_vllm.yaml`` is the
+GPU setting (``recipe: async_grpo_blackjack``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from ...rollout.episode import RolloutConfig
+from openenv_train.rollout.episode import RolloutConfig
+from openenv_train.training import config
+from openenv_train.training.checks import check_reporters
+from openenv_train.training.config import ConfigError, StrictModel
 
-#: Trainer keys the runner sets itself (from ``output_dir``/``name`` and the vLLM section).
-RUNNER_SETS = {"output_dir": "output_dir and name", "vllm_server_base_url": "vllm.base_url"}
-
-
-class ConfigError(ValueError):
-    """A config value is wrong; the message names the key and the fix."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+#: Trainer keys the runner sets itself (from the top-level keys and the vLLM section).
+RUNNER_SETS = {
+    "output_dir": "output_dir and name",
+    "vllm_server_base_url": "vllm.base_url",
+    "report_to": "the top-level report_to",
+}
 
 
-class ModelSection(_Strict):
-    """A local model folder (tokenizer.json: loaded as a word-level tiny model) or a hub id."""
+class ModelSection(StrictModel):
+    """A saved model folder (tokenizer.json: loaded as a word-level tiny model) or a hub id."""
 
+    #: a folder saved with save_pretrained, or a hub id (with hub: true)
     path: str
+    #: true: model.path is a hub id
     hub: bool = False
 
 
-class EnvSection(_Strict):
+class EnvSection(config.LocalEnvSection):
     """``num_servers`` local servers of ``app``, played through the ``TextEnvSpec`` ``spec``
     (``module:Class``, built with ``spec_kwargs``)."""
 
+    #: the env server app as module:attribute
     app: str
+    #: seconds each server may take to answer /health
+    startup_timeout_s: float = Field(120.0, gt=0)
+    #: the env's TextEnvSpec subclass, module:Class
     spec: str
+    #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
-    num_servers: int = Field(2, ge=1)
 
 
-class VLLMSection(_Strict):
+class VLLMSection(StrictModel):
     """``base_url``: a running server (required on GPU, started as the README says); ``null``
     starts one here on CPU (``VLLMServer(reloadable=True)``) and stops it at the end."""
 
+    #: URL of a running vLLM server (null: start one here, CPU only)
     base_url: str | None = None
+    #: the model name the server serves
     served_model_name: str = "policy"
+    #: context length of a server started here
     max_model_len: int = Field(512, ge=16)
+    #: sequences a server started here batches at once
     max_num_seqs: int = Field(64, ge=1)
+    #: seconds a server started here may take to come up
     startup_timeout_s: float = Field(600.0, gt=0)
 
 
-class WorkerSection(_Strict):
+class WorkerSection(StrictModel):
+    #: groups the rollout worker plays at once
     max_inflight_groups: int = Field(2, ge=1)
+    #: the dataset's prompts (the env deals the games; placeholders)
     prompts: list[Any] = Field(default_factory=lambda: [""])
 
 
-class AsyncRunConfig(_Strict):
-    name: str
-    output_dir: str = "runs"
-    seed: int = 0
+class AsyncRunConfig(config.RunConfig):
+    """``openenv-train train configs/grpo_blackjack_async_vllm.yaml`` loads this from YAML."""
+
+    example: ClassVar[str] = "configs/grpo_blackjack_async_vllm.yaml"
+    #: the recipe that runs this config
+    recipe: Literal["async_grpo_blackjack"] = "async_grpo_blackjack"
     #: torch threads of the trainer process (1 on small CPU machines: oversubscribed threads
     #: make tiny models' steps many times slower); null keeps torch's default
     torch_threads: int | None = Field(None, ge=1)
+    #: the policy model
     model: ModelSection
+    #: the env servers and the env's text spec
     env: EnvSection
+    #: the vLLM server that generates
     vllm: VLLMSection = Field(default_factory=VLLMSection)
+    #: the rollout worker
     worker: WorkerSection = Field(default_factory=WorkerSection)
+    #: RolloutConfig fields (openenv_train.rollout), checked by name
     rollout: dict[str, Any] = Field(default_factory=dict)
+    #: AsyncGRPOConfig fields (trl.experimental.async_grpo), checked by name; max_steps required
     trainer: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("rollout")
@@ -108,27 +128,22 @@ class AsyncRunConfig(_Strict):
             )
         return value
 
+    def check_paths(self, base: Path | None = None) -> None:
+        """The model folder and the env's modules are checked when the run starts."""
+
+    def check_start(self) -> None:
+        check_reporters(self.report_to)
+
     def rollout_config(self) -> RolloutConfig:
         return RolloutConfig(**self.rollout)
 
 
 def load_config(source: str | Path | dict[str, Any]) -> AsyncRunConfig:
-    """The checked config from a YAML file (or an already parsed dict)."""
+    """The checked config from a YAML file (or an already parsed dict); raises
+    :class:`ConfigError` naming the key."""
     if isinstance(source, dict):
-        raw: Any = source
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise ConfigError(f"config: {path} does not exist")
-        raw = yaml.safe_load(path.read_text())
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config: expected a mapping of sections, got {type(raw).__name__}")
-    try:
-        return AsyncRunConfig.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{key}: {first['msg']}") from None
+        return config.parse_config(source, AsyncRunConfig)
+    return config.load_config(source, AsyncRunConfig)
 
 
 #: Trainer settings every CPU run needs (TRL's defaults assume a GPU: bf16, checkpointing).
@@ -160,3 +175,6 @@ def cpu_config(
             "trainer": {**CPU_TRAINER, **trainer},
         }
     )
+
+
+__all__ = ["AsyncRunConfig", "ConfigError", "cpu_config", "load_config"]

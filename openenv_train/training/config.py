@@ -1,0 +1,363 @@
+"""The one config schema of the recipes: strict sections, a run base, one loader, one error format.
+
+A recipe's ``config.py`` subclasses what it needs: a section to change a default or add a key,
+:class:`RunConfig` to declare its ``recipe`` name and sections. Every mistake fails at load with
+a :class:`ConfigError` that names the YAML key (``grpo.num_generations``) and the fix; unknown keys
+are rejected. A key is documented by the ``#:`` comment above it (``openenv-train config-keys``
+reads those for the README tables).
+
+Sections come in two sizes where a recipe cannot honor every key: :class:`LocalModelSection`
+(a folder or the tiny Llama) under :class:`ModelSection` (also hub models and chat templates),
+:class:`LocalEnvSection` (local servers) under :class:`EnvSection` (containers, Ray),
+:class:`EngineSection` under :class:`RolloutSection`, :class:`CoreGRPOSection` under
+:class:`GRPOSection`. The defaults are the BlackJack CPU demo's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from openenv_train.runtime.ray_cluster import RaySettings
+
+from .checks import ReportTo, check_reporters, import_target
+
+
+class ConfigError(ValueError):
+    """A recipe config value is wrong; the message names the key and the fix."""
+
+
+class StrictModel(BaseModel):
+    """A config section: unknown keys are errors, and so are wrong values set after loading."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TinyModel(StrictModel):
+    """The locally built tiny Llama (``openenv_train.policy.tiny``)."""
+
+    #: width of the tiny Llama (>= 32 keeps head_dim usable by vLLM's CPU backend)
+    hidden_size: int = Field(64, ge=32)
+    #: transformer layers of the tiny Llama
+    num_layers: int = Field(2, ge=1)
+    #: attention heads (hidden_size / num_heads is the head size)
+    num_heads: int = Field(2, ge=1)
+    #: MLP width (null: transformers' default for hidden_size)
+    intermediate_size: int | None = Field(128, ge=1)
+    #: std of the random initial weights (transformers' ``initializer_range``; its default 0.02
+    #: left GRPO stuck longer at "always stand" in our runs)
+    init_std: float = Field(0.1, gt=0)
+    #: seed of the random initial weights
+    seed: int = 0
+
+
+class LocalModelSection(StrictModel):
+    """``path``: a folder saved with ``save_pretrained``; ``null`` builds the tiny model here."""
+
+    #: a folder saved with save_pretrained, or null to build the tiny Llama
+    path: str | None = None
+    #: the tiny Llama built when model.path is null
+    tiny: TinyModel = Field(default_factory=TinyModel)
+    #: format warm-up batches of random-action games before GRPO (0: none)
+    warmup_steps: int = Field(300, ge=0)
+    #: games per format warm-up batch
+    warmup_batch_size: int = Field(64, ge=1)
+    #: learning rate of the format warm-up
+    warmup_learning_rate: float = Field(3e-3, gt=0)
+
+
+class ModelSection(LocalModelSection):
+    """Also a hub id (``hub: true``), with chat-template arguments (``training/model.py`` loads it)."""
+
+    #: true: model.path is a hub id loaded with AutoModelForCausalLM / AutoTokenizer
+    hub: bool = False
+    #: "all": the warm-up also predicts the env's text, so the model learns to read the state
+    #: (openenv_train.training.format_warmup); "answers": answer tokens only.
+    warmup_loss_on: Literal["all", "answers"] = "all"
+    #: extra arguments of every apply_chat_template call (chat models)
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict
+    )  # e.g. {enable_thinking: false}
+
+
+class LocalEnvSection(StrictModel):
+    """``num_servers`` local processes of ``app``, or existing ``base_urls``."""
+
+    #: the env server app as module:attribute, started env.num_servers times
+    app: str = "blackjack_env.server.app:app"
+    #: env servers to start; sessions are spread over them
+    num_servers: int = Field(2, ge=1)
+    #: use these running servers instead of starting any
+    base_urls: list[str] = Field(default_factory=list)
+    #: seconds each server may take to answer /health
+    startup_timeout_s: float = Field(60.0, gt=0)
+
+    def server_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``openenv_train.runtime.start_servers`` for this section."""
+        return {"runtime": "local", "startup_timeout": self.startup_timeout_s}
+
+
+class EnvSection(LocalEnvSection):
+    """Env servers on ``runtime``: local processes, hardened containers of ``image`` (``openenv-train
+    build envs/blackjack_env --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
+
+    #: where servers run: local processes, hardened docker/podman containers, or a Ray fleet
+    runtime: Literal["local", "docker", "podman", "ray"] = "local"
+    ray: RaySettings = Field(default_factory=RaySettings)  # used when runtime: ray
+    #: container image for runtime docker/podman (openenv-train build envs/blackjack_env)
+    image: str | None = None
+    engine: str | None = None  # an engine API URL; default: the runtime's own socket
+    #: container hardening defaults to turn off (e.g. [read_only])
+    relax: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _image(self) -> EnvSection:
+        if self.runtime in ("docker", "podman") and not self.image and not self.base_urls:
+            raise ValueError(
+                f"env.image: env.runtime={self.runtime} needs an image; build one with "
+                "`openenv-train build envs/blackjack_env --tag openenv-train/blackjack_env:latest`"
+            )
+        return self
+
+    def server_options(self) -> dict[str, Any]:
+        opts = {**super().server_options(), "runtime": self.runtime}
+        if self.runtime == "ray":
+            opts.update(self.ray.fleet_options())
+        elif self.runtime != "local":
+            opts.update(image=self.image, relax=self.relax, engine=self.engine or self.runtime)
+        return opts
+
+
+class EngineSection(StrictModel):
+    """The rollout engine's turn and batching limits (``openenv_train.rollout.RolloutConfig``)."""
+
+    #: model turns per episode before it is cut
+    max_turns: int = Field(8, ge=1)
+    #: tokens the model may generate per turn
+    max_new_tokens: int = Field(4, ge=1)
+    #: env sessions open at once
+    max_concurrency: int = Field(512, ge=1)
+    #: most sessions batched into one model call
+    max_batch_size: int = Field(512, ge=1)
+
+
+class RolloutSection(EngineSection):
+    """The engine under TRL's ``rollout_func`` (``training/grpo.py``), optionally overlapped."""
+
+    system_prompt: str | None = None  # e.g. "Answer hit or stand." for chat models (tiny: none)
+    #: > 0: rollouts overlap training, played by weights at most this many optimizer steps old
+    #: (the loss corrects with TRL's truncated importance ratio); 0: on-policy, synchronous
+    max_staleness: int = Field(0, ge=0)
+
+
+class CoreGRPOSection(StrictModel):
+    """The ``trl.GRPOConfig`` settings every GRPO recipe takes; ``extra`` passes any other field."""
+
+    #: GRPO optimizer steps (openenv-train train --max-steps overrides)
+    max_steps: int = Field(800, ge=1)
+    #: rollouts per group, compared with each other (>= 2)
+    num_generations: int = 16
+    #: episodes per step; a multiple of num_generations
+    per_device_train_batch_size: int = 512
+    #: AdamW learning rate (GRPOConfig's 1e-6 default barely moves a tiny model)
+    learning_rate: float = Field(5e-4, gt=0)
+    #: transformers scheduler name (cosine, linear, constant, ...)
+    lr_scheduler_type: str = "cosine"
+    #: KL penalty towards the reference model (0: none, no reference model kept)
+    beta: float = Field(0.0, ge=0)
+    #: sampling temperature of the rollouts
+    temperature: float = Field(1.0, gt=0)
+    #: TRL GRPO loss (dapo, grpo, dr_grpo, bnpo, ...)
+    loss_type: str = "dapo"
+    #: longest completion (all turns of an episode) in tokens
+    max_completion_length: int = Field(64, ge=1)
+    #: train on the CPU (GRPOConfig.use_cpu)
+    use_cpu: bool = True
+    #: bfloat16 training (needs a GPU)
+    bf16: bool = False
+    #: steps between TRL log records (metrics.jsonl, report_to)
+    logging_steps: int = Field(10, ge=1)
+    #: torch CPU threads (1 is fastest for the tiny model; null: torch's default)
+    torch_threads: int | None = Field(1, ge=1)
+    #: any other GRPOConfig field, passed as is (e.g. {warmup_ratio: 0.1})
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> CoreGRPOSection:
+        if self.num_generations < 2:
+            tested = type(self).model_fields["num_generations"].default
+            raise ValueError(
+                f"grpo.num_generations={self.num_generations}: GRPO compares rollouts within a group, "
+                f"so it needs >= 2 ({tested} is the tested value)"
+            )
+        accumulated = "gradient_accumulation_steps" in type(self).model_fields
+        batch = self.per_device_train_batch_size * getattr(self, "gradient_accumulation_steps", 1)
+        if batch % self.num_generations:
+            named = "grpo.per_device_train_batch_size" + (
+                " * gradient_accumulation_steps" if accumulated else ""
+            )
+            raise ValueError(
+                f"{named} = {batch} is not divisible by grpo.num_generations={self.num_generations}; "
+                f"use a multiple, e.g. {max(1, batch // self.num_generations) * self.num_generations}"
+            )
+        return self
+
+
+class GRPOSection(CoreGRPOSection):
+    """Also what the ``rollout_func`` trainer adds (``training/grpo.py``, ``offpolicy.py``):
+    accumulation, adaptive entropy, vLLM generation, length buckets."""
+
+    #: batches accumulated per optimizer step
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    #: TRL advantage scaling: group, batch or none
+    scale_rewards: str = "group"
+    #: gradient clipping norm
+    max_grad_norm: float = Field(1.0, gt=0)
+    #: TRL's adaptive entropy bonus: keeps exploring instead of collapsing to always stand
+    use_adaptive_entropy: bool = True
+    #: entropy the adaptive bonus steers towards
+    entropy_target: float = 0.15
+    #: how fast the adaptive entropy coefficient moves per step
+    entropy_coef_delta: float = 0.005
+    #: recompute activations to save memory (off for tiny models)
+    gradient_checkpointing: bool = False
+    #: generate with vLLM (GPU, or the CPU backend in .venv-vllm)
+    use_vllm: bool = False
+    #: vLLM in the trainer's process (colocate) or a separate trl vllm-serve (server)
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    #: share of GPU memory vLLM may take (colocate)
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    #: forward/backward per completion-length bucket instead of padding every row to the
+    #: longest (same loss up to float rounding; openenv_train.training.buckets)
+    length_buckets: bool = True
+
+
+class EvalSection(StrictModel):
+    """Greedy evals before, during (the curve; ``keep_best`` picks on them) and after training;
+    a recipe adds how many games each plays, in its env's words (hands, games, episodes)."""
+
+    #: optimizer steps between periodic greedy evals (the learning curve)
+    every: int = Field(50, ge=1)
+    #: seed of the evaluation games (apart from the training games)
+    seed: int = 2_000_000_000
+    #: Save the weights of the periodic eval with the best mean return (validation games, seeded
+    #: apart from the final eval's, so the final numbers stay unbiased) instead of the last step's.
+    keep_best: bool = True
+
+
+#: A run name: a folder name under ``output_dir``.
+RunName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+class RunConfig(StrictModel):
+    """The top-level keys of every recipe; a recipe narrows ``recipe`` and adds its sections."""
+
+    #: the shipped config shown when a key is unknown
+    example: ClassVar[str] = "configs/grpo_blackjack_cpu.yaml"
+
+    #: the recipe that runs this config
+    recipe: str
+    #: run name: everything lands in output_dir/name (--name overrides)
+    name: RunName
+    #: folder of the run folders
+    output_dir: str = "runs"
+    #: seed of torch, the env's games and the trainer
+    seed: int = 0
+    #: TRL report_to backends, e.g. [tensorboard] or [wandb] (metrics.jsonl and curve.png are always written)
+    report_to: ReportTo = Field(default_factory=list)
+    #: a rich progress bar instead of printed log lines
+    progress: bool = True
+    #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
+    resume: bool = False
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir) / self.name
+
+    def check_paths(self, base: Path | None = None) -> None:
+        """Fail now (not after warm-up) on a model folder that is not there; a relative
+        ``model.path`` resolves against ``base``."""
+        model = getattr(self, "model", None)
+        path = getattr(model, "path", None)
+        if model is None or not path or getattr(model, "hub", False):
+            return
+        p = Path(path) if Path(path).is_absolute() or base is None else base / path
+        if not p.is_dir() or not (p / "config.json").is_file():
+            keys = type(model).model_fields
+            hub = ", set model.hub: true for a hub id" if "hub" in keys else ""
+            tiny = ", or null to build the tiny model" if "tiny" in keys else ""
+            raise ConfigError(
+                f"model.path: {path!r} is not a model folder (no config.json at {p}); give a folder "
+                f"saved with save_pretrained{hub}{tiny}"
+            )
+        model.path = str(p)
+
+    def check_start(self) -> None:
+        """What would otherwise fail after the warm-up: reporters and their packages, the env app
+        (imported here unless it runs elsewhere: given ``base_urls``, a container runtime)."""
+        check_reporters(self.report_to)
+        env = getattr(self, "env", None)
+        if not isinstance(env, LocalEnvSection) or env.base_urls:
+            return
+        if getattr(env, "runtime", "local") in ("local", "ray"):
+            example = type(env).model_fields["app"].default
+            import_target(env.app, "env.app", example if isinstance(example, str) else "my_env:app")
+
+
+Config = TypeVar("Config", bound=RunConfig)
+
+
+def format_errors(err: ValidationError, example: str) -> str:
+    """One line per wrong key: the dotted key, what is wrong and the fix."""
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{key}: unknown key; remove it or check its spelling (see {example})")
+            continue
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(msg if not key or msg.startswith(key.split(".")[0]) else f"{key}: {msg}")
+    return "invalid recipe config:\n  " + "\n  ".join(lines)
+
+
+def parse_config(data: Any, schema: type[Config], base: Path | None = None) -> Config:
+    """A checked ``schema`` config from a dict (paths relative to ``base``); raises
+    :class:`ConfigError` naming the key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a recipe config must be a YAML mapping, got {type(data).__name__}")
+    try:
+        cfg = schema.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_errors(err, schema.example)) from None
+    try:
+        cfg.check_paths(base)
+        cfg.check_start()
+    except ConfigError:
+        raise
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    return cfg
+
+
+def load_config(path: str | Path, schema: type[Config]) -> Config:
+    """Load and check a YAML config; a relative model.path resolves against the working directory."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(
+            f"config file {str(path)!r} does not exist; pass a YAML file like {schema.example}"
+        )
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{p}: not valid YAML: {err}") from None
+    return parse_config({} if data is None else data, schema, base=Path.cwd())
