@@ -314,7 +314,7 @@ class RunConfig(StrictModel):
             import_target(env.app, "env.app", example if isinstance(example, str) else "my_env:app")
 
 
-Config = TypeVar("Config", bound=RunConfig)
+ConfigT = TypeVar("ConfigT", bound=RunConfig)
 
 
 def format_errors(err: ValidationError, example: str) -> str:
@@ -330,7 +330,7 @@ def format_errors(err: ValidationError, example: str) -> str:
     return "invalid recipe config:\n  " + "\n  ".join(lines)
 
 
-def parse_config(data: Any, schema: type[Config], base: Path | None = None) -> Config:
+def parse_config(data: Any, schema: type[ConfigT], base: Path | None = None) -> ConfigT:
     """A checked ``schema`` config from a dict (paths relative to ``base``); raises
     :class:`ConfigError` naming the key."""
     if not isinstance(data, dict):
@@ -349,7 +349,7 @@ def parse_config(data: Any, schema: type[Config], base: Path | None = None) -> C
     return cfg
 
 
-def load_config(path: str | Path, schema: type[Config]) -> Config:
+def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
     """Load and check a YAML config; a relative model.path resolves against the working directory."""
     p = Path(path)
     if not p.is_file():

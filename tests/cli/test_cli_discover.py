@@ -48,7 +48,9 @@ def test_readme_config_tables_are_the_generated_ones() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["grpo_blackjack", "grpo_guess_number", "forge_grpo_blackjack"])
+@pytest.mark.parametrize(
+    "name", ["grpo_blackjack", "grpo_text", "grpo_guess_number", "forge_grpo_blackjack"]
+)
 def test_every_key_of_the_shipped_recipes_is_described(name: str) -> None:
     cls = available_recipes()[name].config_class
     assert not undocumented(cls), "describe these keys (a #: comment above the field)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,24 @@ def test_the_tiny_model_is_built_with_the_configured_init_std(init_std: float) -
     model, _tok = load_model(cfg, lambda *a: None)
     std = float(model.get_input_embeddings().weight.std())
     assert abs(std - init_std) < 0.2 * init_std, std
+
+
+def test_every_shipped_config_loads_on_the_one_schema() -> None:
+    """Each YAML names its recipe; that recipe's config class is a RunConfig of the shared schema."""
+    from openenv_train.training.config import RunConfig
+
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        recipe = yaml.safe_load(path.read_text())["recipe"]
+        cfg = importlib.import_module(f"recipes.{recipe}.config").load_config(path)
+        assert isinstance(cfg, RunConfig) and cfg.recipe == recipe, path.name
+
+
+def test_no_recipe_config_imports_another_recipe() -> None:
+    for path in sorted((ROOT / "recipes").glob("*/config.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = "." * node.level + (node.module or "")
+                assert node.level < 2 and not target.startswith("recipes."), (
+                    f"{path.relative_to(ROOT)} imports {target}: shared config lives in "
+                    "openenv_train.training.config"
+                )
