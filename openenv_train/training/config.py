@@ -10,7 +10,8 @@ Sections come in two sizes where a recipe cannot honor every key: :class:`LocalM
 (a folder or the tiny Llama) under :class:`ModelSection` (also hub models and chat templates),
 :class:`LocalEnvSection` (local servers) under :class:`EnvSection` (containers, Ray),
 :class:`EngineSection` under :class:`RolloutSection`, :class:`CoreGRPOSection` under
-:class:`GRPOSection`. The defaults are the BlackJack CPU demo's.
+:class:`GRPOSection`. The defaults are the BlackJack CPU demo's. A new section (``lora`` next)
+is one class here and one field on the recipes that take it.
 """
 
 from __future__ import annotations
