@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   -> installs, then trains GRPO BlackJack on the embedded CPU default  (rollouts overlap training)
-#   make test   -> installs, then runs every test (the vLLM-on-CPU tests in their own venv)
+#   make test   -> installs, sets up the container engines (as root), then runs every test
+#                  (the vLLM-on-CPU tests in their own venv)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines config-table
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,15 +26,21 @@ demo: setup
 
 test: test-main test-vllm
 
-test-main: setup
+test-main: setup engines-ready
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 test-vllm:
 	bash scripts/ci_vllm.sh
 
-# Docker + Podman + the local base image the container tests use (root; idempotent; CI runs it).
+# Docker + Podman + the local base image the container tests use (root; idempotent).
 engines:
 	bash scripts/container_engines.sh
+
+# Before the suite: as root, set up the engines (each step of the script is skipped when done);
+# otherwise stop here, with one line naming the fix, when an engine or the base image is missing.
+engines-ready: setup
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/container_engines.sh; \
+	else $(BIN)/python scripts/engines_ready.py; fi
 
 # The README's config-key tables, regenerated from the recipes' config classes (tests/docs checks).
 config-table: setup

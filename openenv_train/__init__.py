@@ -1,21 +1,108 @@
-"""openenv-train: typed RL environments and a batched rollout bridge into GRPO trainers."""
+"""openenv-train: typed RL environments and a batched rollout bridge into GRPO trainers.
+
+Everything an env author needs is one import away::
+
+    from openenv_train import Action, Observation, State, Environment, create_app, EnvClient
+
+The names load lazily (module ``__getattr__``): ``import openenv_train`` imports no web server,
+HTTP client or torch, and ``from openenv_train import Action`` loads only the protocol models.
+The submodule paths (``openenv_train.core``, ``.server``, ``.client``) keep working.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_CATALOG_NAMES = ("AutoEnv", "AutoAction")
+# submodule -> the names it lends the top level; the one list of what ``openenv_train`` exports
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "core": (
+        # models: what an env's typed action, observation and state subclass
+        "Action",
+        "EnvironmentMetadata",
+        "Observation",
+        "State",
+        "StepResult",
+        # MCP tool models, for envs whose actions are tool calls
+        "CallToolAction",
+        "CallToolObservation",
+        "ListToolsAction",
+        "ListToolsObservation",
+        "Tool",
+        "ToolError",
+        # typed errors: what a server answers with and a client raises
+        "ActionValidationError",
+        "CapacityReachedError",
+        "ConnectionLostError",
+        "EnvExecutionError",
+        "EnvFactoryError",
+        "EnvServerError",
+        "ErrorCode",
+        "InfrastructureError",
+        "InvalidJSONError",
+        "OpenEnvTrainError",
+        "RequestTimeoutError",
+        "ServerStartError",
+        "SessionClosedError",
+        "SessionError",
+        "UnknownMessageTypeError",
+    ),
+    "core.mcp": ("TypedOrToolAction",),
+    "server": ("Environment", "Limits", "MCPEnvironment", "NoEpisodeError", "create_app", "tool"),
+    "client": ("EnvClient", "MCPToolClient", "ServerUnreachableError", "ToolCallError"),
+    "catalog": ("AutoAction", "AutoEnv", "EnvEntry"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal to _EXPORTS
+    from .catalog import AutoAction, AutoEnv, EnvEntry  # noqa: F401
+    from .client import EnvClient, MCPToolClient, ServerUnreachableError, ToolCallError  # noqa: F401
+    from .core import (  # noqa: F401
+        Action,
+        ActionValidationError,
+        CallToolAction,
+        CallToolObservation,
+        CapacityReachedError,
+        ConnectionLostError,
+        EnvExecutionError,
+        EnvFactoryError,
+        EnvironmentMetadata,
+        EnvServerError,
+        ErrorCode,
+        InfrastructureError,
+        InvalidJSONError,
+        ListToolsAction,
+        ListToolsObservation,
+        Observation,
+        OpenEnvTrainError,
+        RequestTimeoutError,
+        ServerStartError,
+        SessionClosedError,
+        SessionError,
+        State,
+        StepResult,
+        Tool,
+        ToolError,
+        UnknownMessageTypeError,
+    )
+    from .core.mcp import TypedOrToolAction  # noqa: F401
+    from .server import Environment, Limits, MCPEnvironment, NoEpisodeError, create_app, tool  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:
-    # ``from openenv_train import AutoEnv`` without importing the catalog on every import
-    if name in _CATALOG_NAMES:
-        from . import catalog
+    # imports the one submodule that holds ``name`` on first use, so the top level stays light
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openenv_train' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
 
-        return getattr(catalog, name)
-    raise AttributeError(f"module 'openenv_train' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
 
 
-__all__ = ["AutoAction", "AutoEnv", "__version__"]
+__all__ = sorted([*_HOME, "__version__"])

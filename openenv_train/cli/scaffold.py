@@ -2,6 +2,7 @@
 
 The example env is a counter (``add`` an int; reward is the new total, done at ``target``), small
 enough to read in a minute and complete: typed models, env, server app, client, Dockerfile, tests.
+Each module takes the library's names from ``openenv_train`` alone (one import for env authors).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from openenv_train.core.models import Action, Observation, State
+from openenv_train import Action, Observation, State
 
 
 class {Camel}Action(Action):
@@ -94,7 +95,7 @@ class {Camel}State(State):
 
 from __future__ import annotations
 
-from openenv_train.client import EnvClient
+from openenv_train import EnvClient
 
 from .models import {Camel}Action, {Camel}Observation, {Camel}State
 
@@ -112,7 +113,7 @@ from __future__ import annotations
 
 import uuid
 
-from openenv_train.server.environment import Environment
+from openenv_train import Environment
 
 from ..models import {Camel}Action, {Camel}Observation, {Camel}State
 
@@ -146,7 +147,7 @@ from __future__ import annotations
 
 import os
 
-from openenv_train.server import create_app
+from openenv_train import create_app
 
 from ..models import {Camel}Action, {Camel}Observation, {Camel}State
 from .environment import {Camel}Environment
@@ -170,7 +171,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.core.errors import EnvServerError
+from openenv_train import EnvServerError
 from openenv_train.runtime import LocalProcessProvider
 
 HERE = Path(__file__).resolve().parents[1]

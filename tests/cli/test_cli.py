@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,14 +84,8 @@ def test_train_bad_config_fails_fast_with_the_key(tmp_path: Path) -> None:
     assert "grpo_blackjack" in proc.stderr  # the registered ones are listed
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_runs_an_env_app_on_loopback() -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         _cli() + ["serve", "echo_env.server.app:app", "--port", str(port)],
         cwd=ROOT,

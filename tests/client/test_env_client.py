@@ -9,6 +9,7 @@ import psutil
 import pytest
 from client_servers import serve
 from ot_apps import TAction, TObservation, TState
+from ports import held_port
 
 from openenv_train.client import (
     EnvClient,
@@ -165,11 +166,7 @@ async def test_server_death_raises_connection_lost() -> None:
 
 
 async def test_unreachable_server_is_a_clear_error() -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # bound, not listening: connections are refused
+    with held_port() as port:  # held, not listening: connections are refused
         with pytest.raises(ServerUnreachableError, match=f"127.0.0.1:{port}"):
             await TClient(f"http://127.0.0.1:{port}", connect_timeout=5).connect()
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from policy_completions_app import ServerThread, build_app
+from ports import held_port
 
 from openenv_train.core.errors import InfrastructureError
 from openenv_train.policy import OpenAICompatiblePolicy, SamplingSettings, TransformersPolicy
@@ -66,13 +65,11 @@ async def test_server_rejection_and_unreachable(served, tiny_pair):
     with pytest.raises(ValueError, match="404"):
         await wrong_model.generate([[3]], SamplingSettings(max_new_tokens=1))
     await wrong_model.aclose()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead_port = s.getsockname()[1]
-    dead = OpenAICompatiblePolicy(f"http://127.0.0.1:{dead_port}", "tiny", tokenizer=tok)
-    with pytest.raises(InfrastructureError, match="unreachable"):
-        await dead.generate([[3]], SamplingSettings(max_new_tokens=1))
-    await dead.aclose()
+    with held_port() as dead_port:  # held, not listening: connections are refused
+        dead = OpenAICompatiblePolicy(f"http://127.0.0.1:{dead_port}", "tiny", tokenizer=tok)
+        with pytest.raises(InfrastructureError, match="unreachable"):
+            await dead.generate([[3]], SamplingSettings(max_new_tokens=1))
+        await dead.aclose()
 
 
 def test_parse_response_checks_shape(tiny_pair):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import random
 
 import pytest
 import torch
 from blackjack_env.text_spec import VOCABULARY
+from tiny_models import bj_prompts, reference_logprobs
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
 from openenv_train.policy.tiny import build_tiny_model
@@ -15,34 +15,10 @@ from openenv_train.policy.tiny import build_tiny_model
 GREEDY = SamplingSettings(max_new_tokens=6, temperature=0.0)
 
 
-def bj_prompts(tok, n: int, seed: int = 0) -> list[list[int]]:
-    """BlackJack prompts of different lengths (so left padding matters)."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        text = f"player {rng.randint(4, 21)} soft dealer {rng.choice(['A', '7', '10'])} action:"
-        for _ in range(i % 3):
-            text += f" hit<eos> player {rng.randint(12, 21)} hard dealer 5 action:"
-        out.append(tok.encode(text))
-    return out
-
-
 @pytest.fixture()
 def policy(tiny_pair):
     model, tok = tiny_pair
     return TransformersPolicy(model, tok, max_batch_size=64)
-
-
-def manual_logprobs(model, prompt, completion, temperature=1.0, top_k=0):
-    """log p(token) from one unpadded forward pass over prompt + completion."""
-    ids = torch.tensor([prompt + completion])
-    with torch.no_grad():
-        logits = model(ids).logits[0, len(prompt) - 1 : -1].float() / temperature
-    if top_k:
-        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    logp = torch.log_softmax(logits, dim=-1)
-    return logp.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
 
 
 async def test_batched_equals_one_by_one_greedy(policy, tiny_pair):
@@ -78,7 +54,7 @@ async def test_logprobs_equal_manual_forward(policy, tiny_pair, temperature, top
     sampling = SamplingSettings(max_new_tokens=4, temperature=temperature, top_k=top_k, seed=1)
     gens = await policy.generate(prompts, sampling)
     for prompt, gen in zip(prompts, gens, strict=True):
-        expected = manual_logprobs(model, prompt, gen.token_ids, temperature or 1.0, top_k)
+        expected = reference_logprobs(model, prompt, gen.token_ids, temperature or 1.0, top_k)
         assert gen.logprobs == pytest.approx(expected, abs=1e-4)
         assert all(lp <= 0 for lp in gen.logprobs)
 

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 from rt_containers import BASE_IMAGE, IMAGE_PREFIX, ROOT, engine_client
 
 from openenv_train.cli.dockerfile import check as check_dockerfile
@@ -33,12 +33,6 @@ def cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

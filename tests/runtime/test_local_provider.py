@@ -6,7 +6,6 @@ import gc
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from child_env import with_pythonpath
+from ports import held_port
 
 from openenv_train.core import ServerStartError
 from openenv_train.runtime import LocalProcessProvider, ServerGroup, start_local_servers
@@ -77,10 +77,7 @@ def test_a_server_that_never_gets_healthy_times_out_and_is_stopped() -> None:
 
 
 def test_a_busy_port_is_a_clear_error() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
+    with held_port(listen=True) as port:
         with pytest.raises(ServerStartError, match=f"127.0.0.1:{port}.*port=None"):
             LocalProcessProvider("rt_apps:app", env=ENV, port=port).start()
 

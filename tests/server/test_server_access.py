@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 import websockets
+from ports import free_port
 from server_envs import AddAction, CounterEnv, CounterState, GameTools, TotalObservation
 from server_helpers import rpc, wait_until
 from websockets.exceptions import InvalidStatus
@@ -176,11 +177,7 @@ def test_serve_subprocess_with_token_file(tmp_path):
     path.write_text(TOKEN)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENENV_TRAIN_TOKEN")}
     env["PYTHONPATH"] = str(Path(__file__).parent)
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     cmd = [sys.executable, "-m", "openenv_train.server", "server_cli_app:app", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--token-file", str(path)], env=env)
     url = f"http://127.0.0.1:{port}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,19 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 import websockets
+from ports import free_port
 from server_helpers import rpc, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_module_entry_point_serves_an_app():
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
     proc = subprocess.Popen(
         [sys.executable, "-m", "openenv_train.server", "server_cli_app:app", "--port", str(port)],

@@ -30,15 +30,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def tiny_dir(tmp_path_factory):
-    """The default BlackJack Llama (hidden 64, 2 heads of 32), saved for vLLM to load.
+def tiny_pair():
+    """The default BlackJack Llama (hidden 64, 2 heads of 32) and its tokenizer; ``tiny_dir`` saves
+    it for vLLM to load.
 
     Briefly trained on one episode so that it answers EOS_PROMPT with ``stand<eos>`` (to check
     EOS handling); its other answers keep ~0.8 nats of entropy, so samples still vary."""
     import torch
     from blackjack_env.text_spec import VOCABULARY
 
-    from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
+    from openenv_train.policy.tiny import build_tiny_model
 
     model, tok = build_tiny_model(VOCABULARY, seed=4321)
     ids = torch.tensor([tok.encode(EOS_PROMPT + " stand<eos>")])
@@ -49,9 +50,7 @@ def tiny_dir(tmp_path_factory):
         optim.zero_grad()
         loss.backward()
         optim.step()
-    path = tmp_path_factory.mktemp("tiny_vllm")
-    save_tiny_model(model.eval(), tok, path)
-    return path
+    return model.eval(), tok
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import math
 import os
 
 import pytest
-from vllm_helpers import bj_prompts, hf_logprobs
+from tiny_models import bj_prompts, reference_logprobs
 
 from openenv_train.policy import SamplingSettings, TRLVLLMPolicy
 
@@ -44,4 +44,6 @@ async def test_trl_vllm_generation_as_policy(trainer, hf_pair):
         assert gen.extra["trl_temperature"] == 1.0
         assert all(math.isfinite(lp) and lp <= 0 for lp in gen.logprobs)
         # TRL colocate does not pass dtype: vLLM runs bf16 here, so only a loose match.
-        assert gen.logprobs == pytest.approx(hf_logprobs(model, prompt, gen.token_ids), abs=0.1)
+        assert gen.logprobs == pytest.approx(
+            reference_logprobs(model, prompt, gen.token_ids), abs=0.1
+        )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from vllm_helpers import EOS_PROMPT, bj_prompts, hf_logprobs
+from tiny_models import bj_prompts, reference_logprobs
+from vllm_helpers import EOS_PROMPT
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
 
@@ -31,7 +32,9 @@ async def test_greedy_batch_matches_transformers(engine, hf_pair):
         assert 1 <= len(gen.token_ids) <= 4
         assert gen.finish_reason == ("stop" if gen.token_ids[-1] == tok.eos_token_id else "length")
         assert gen.token_ids == r.token_ids
-        assert gen.logprobs == pytest.approx(hf_logprobs(model, prompt, gen.token_ids), abs=2e-3)
+        assert gen.logprobs == pytest.approx(
+            reference_logprobs(model, prompt, gen.token_ids), abs=2e-3
+        )
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
@@ -44,7 +47,7 @@ async def test_sampled_logprobs_are_real(engine, hf_pair, temperature):
     assert [g.token_ids for g in gens] == [g.token_ids for g in again]  # seeded
     for prompt, gen in zip(prompts, gens, strict=True):
         assert all(math.isfinite(lp) and lp <= 0 for lp in gen.logprobs)
-        expected = hf_logprobs(model, prompt, gen.token_ids, temperature)
+        expected = reference_logprobs(model, prompt, gen.token_ids, temperature)
         assert gen.logprobs == pytest.approx(expected, abs=2e-3)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from vllm_helpers import EOS_PROMPT, bj_prompts, hf_logprobs
+from tiny_models import bj_prompts, reference_logprobs
+from vllm_helpers import EOS_PROMPT
 
 from openenv_train.policy import OpenAICompatiblePolicy, SamplingSettings
 
@@ -34,9 +35,11 @@ async def test_openai_policy_against_vllm_server(vllm_server, hf_pair, engine):
     for prompt, g, loc in zip(prompts, greedy, local, strict=True):
         assert g.token_ids == loc.token_ids
         assert g.finish_reason == loc.finish_reason
-        assert g.logprobs == pytest.approx(hf_logprobs(model, prompt, g.token_ids), abs=2e-3)
+        assert g.logprobs == pytest.approx(reference_logprobs(model, prompt, g.token_ids), abs=2e-3)
     assert greedy[0].token_ids == tok.encode("stand<eos>")  # vLLM keeps the EOS id
     assert (greedy[0].text, greedy[0].finish_reason) == ("stand", "stop")
     for prompt, s in zip(prompts, sampled, strict=True):
         assert 1 <= len(s.token_ids) <= 3
-        assert s.logprobs == pytest.approx(hf_logprobs(model, prompt, s.token_ids, 0.8), abs=2e-3)
+        assert s.logprobs == pytest.approx(
+            reference_logprobs(model, prompt, s.token_ids, 0.8), abs=2e-3
+        )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train.client import EnvClient
+from openenv_train import EnvClient
 
 from .models import BlackjackAction, BlackjackObservation, BlackjackState
 

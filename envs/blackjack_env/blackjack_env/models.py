@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from openenv_train.core.models import Action, Observation, State
+from openenv_train import Action, Observation, State
 
 from .game import HIT, STAND
 

@@ -13,7 +13,7 @@ import random
 import re
 from typing import Any
 
-from openenv_train.core.models import Action, StepResult
+from openenv_train import Action, StepResult
 from openenv_train.rollout.spec import TextEnvSpec
 
 from .game import HIT, STAND, BlackjackGame, basic_strategy, rank_label

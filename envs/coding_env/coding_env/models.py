@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from openenv_train.core.models import Action, Observation, State
+from openenv_train import Action, Observation, State
 
 
 class CodeAction(Action):

@@ -1,6 +1,6 @@
 """This env's entry in the openenv-train env catalog (registered in pyproject.toml)."""
 
-from openenv_train.catalog import EnvEntry
+from openenv_train import EnvEntry
 
 CATALOG_ENTRY = EnvEntry(
     name="echo",
@@ -9,5 +9,5 @@ CATALOG_ENTRY = EnvEntry(
     client_path="echo_env.client:EchoEnv",
     action_path="echo_env.models:CallToolAction",
     observation_path="echo_env.models:EchoObservation",
-    state_path="openenv_train.core.models:State",
+    state_path="echo_env.models:EchoState",
 )

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train.client import MCPToolClient
-from openenv_train.core.models import State
+from openenv_train import MCPToolClient, State
 
 from .models import EchoObservation
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from openenv_train.core.mcp import (
+from openenv_train import (
     CallToolAction,
     CallToolObservation,
     ListToolsAction,
     ListToolsObservation,
+    Observation,
+    State,
     Tool,
     ToolError,
 )
-from openenv_train.core.models import Observation, State
 
 READY_MESSAGE = "Echo environment ready!"
 

@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from openenv_train.core.mcp import TypedOrToolAction
-from openenv_train.core.models import Observation, State
+from openenv_train import Observation, State, TypedOrToolAction
 
 Feedback = Literal["start", "higher", "lower", "correct", "out_of_range"]
 

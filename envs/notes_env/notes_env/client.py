@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train.client import EnvClient
-from openenv_train.core.models import State
+from openenv_train import EnvClient, State
 from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
 
 

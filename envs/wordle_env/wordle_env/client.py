@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train.client import MCPToolClient
+from openenv_train import MCPToolClient
 
 from .models import WordleAction, WordleObservation, WordleState
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from openenv_train.core.mcp import TypedOrToolAction
-from openenv_train.core.models import Observation, State
+from openenv_train import Observation, State, TypedOrToolAction
 
 
 class WordleAction(TypedOrToolAction):

@@ -9,8 +9,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server.environment import Environment, NoEpisodeError
+from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..game import HIT, STAND, BlackjackGame, hand_total, rank_label, render_state
 from ..models import BlackjackAction, BlackjackObservation, BlackjackState

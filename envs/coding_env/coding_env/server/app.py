@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from openenv_train.server import create_app
+from openenv_train import create_app
 
 from ..models import CodeAction, CodingObservation, CodingState
 from ..sandbox import Limits

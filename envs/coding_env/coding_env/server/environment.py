@@ -15,8 +15,7 @@ import random
 import threading
 import uuid
 
-from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import Environment, NoEpisodeError
+from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..models import CodeAction, CodingObservation, CodingState
 from ..sandbox import Limits, run_tests

@@ -5,9 +5,7 @@
 
 from __future__ import annotations
 
-from openenv_train.core.mcp import CallToolAction
-from openenv_train.core.models import State
-from openenv_train.server import create_app
+from openenv_train import CallToolAction, State, create_app
 
 from ..models import EchoObservation
 from .environment import EchoEnvironment

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from openenv_train.core.mcp import CallToolObservation
-from openenv_train.core.models import EnvironmentMetadata, State
-from openenv_train.server import MCPEnvironment, tool
+from openenv_train import CallToolObservation, EnvironmentMetadata, MCPEnvironment, State, tool
 
 from ..models import READY_MESSAGE, EchoObservation
 

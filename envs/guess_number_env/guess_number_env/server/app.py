@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from openenv_train.server import create_app
+from openenv_train import create_app
 
 from ..models import GuessAction, GuessNumberObservation, GuessNumberState
 from .environment import GuessNumberEnvironment

@@ -10,9 +10,13 @@ from __future__ import annotations
 import random
 import uuid
 
-from openenv_train.core.mcp import CallToolObservation
-from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import MCPEnvironment, NoEpisodeError, tool
+from openenv_train import (
+    CallToolObservation,
+    EnvironmentMetadata,
+    MCPEnvironment,
+    NoEpisodeError,
+    tool,
+)
 
 from ..game import GuessGame, render
 from ..models import GuessAction, GuessNumberObservation, GuessNumberState

@@ -6,6 +6,7 @@ import os
 import random
 from dataclasses import dataclass
 
+from openenv_train import tool
 from openenv_train.harness.agentic import (
     HarnessConfig,
     HarnessResponse,
@@ -13,7 +14,6 @@ from openenv_train.harness.agentic import (
     python_command,
 )
 from openenv_train.harness.harness_env import HarnessAction, HarnessEnvironment
-from openenv_train.server import tool
 
 ITEMS = ("apples", "pears", "plums", "figs", "limes")
 

@@ -9,9 +9,13 @@ from __future__ import annotations
 import random
 import uuid
 
-from openenv_train.core.mcp import CallToolObservation
-from openenv_train.core.models import EnvironmentMetadata
-from openenv_train.server import MCPEnvironment, NoEpisodeError, tool
+from openenv_train import (
+    CallToolObservation,
+    EnvironmentMetadata,
+    MCPEnvironment,
+    NoEpisodeError,
+    tool,
+)
 
 from ..game import WordleGame, render
 from ..models import WordleAction, WordleObservation, WordleState
