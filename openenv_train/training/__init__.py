@@ -16,13 +16,14 @@ from .callbacks import (
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
-from .warmup import format_warmup, quick_format_warmup, trace_warmup
+from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
     "JsonlMetricsCallback",
     "LogProgressCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
+    "chat_warmup",
     "env_reward",
     "format_reward",
     "format_warmup",

@@ -39,7 +39,7 @@ def test_a_missing_reporter_package_names_the_install_command(
 ) -> None:
     real = importlib.util.find_spec
     if real(backend) is not None:  # installed here: hide it (a stand-in for a machine without it)
-        from recipes.common import checks
+        from openenv_train.training import checks
 
         hidden = {"tensorboard", "tensorboardX", backend}
         monkeypatch.setattr(
