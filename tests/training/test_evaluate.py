@@ -4,11 +4,11 @@ from __future__ import annotations
 
 
 def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_model) -> None:
+    from blackjack_env.evaluation import evaluate_policy, evaluate_via_servers
     from blackjack_env.text_spec import random_episode
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
     from openenv_train.training import format_warmup
-    from blackjack_env.evaluation import evaluate_policy, evaluate_via_servers
 
     model, tok = tiny_model
 
