@@ -134,6 +134,8 @@ class RecipeConfig(_Strict):
     report_to: ReportTo = Field(default_factory=list)
     #: a rich progress bar instead of TRL's printed log dicts
     progress: bool = True
+    #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
+    resume: bool = False
     game: GameSection = Field(default_factory=GameSection)
     model: ModelSection = Field(default_factory=ModelSection)
     env: EnvSection = Field(default_factory=EnvSection)
