@@ -125,7 +125,12 @@ class Evals:
     def restore(self, rows: list[dict[str, Any]]) -> None:
         """Pick up a resumed run from its metrics: eval before, curve, episode count, best."""
         for row in rows:
-            data = {k: v for k, v in row.items() if k not in ("kind", "step", "time_s")}
+            # metrics.jsonl writes NaN (e.g. mean guesses with none solved) as null
+            data = {
+                k: float("nan") if v is None else v
+                for k, v in row.items()
+                if k not in ("kind", "step", "time_s")
+            }
             if row.get("kind") == "eval_before":
                 self.rows["model before"] = data
             elif row.get("kind") == "rollout":
