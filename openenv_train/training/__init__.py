@@ -1,6 +1,8 @@
 """TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
-``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
-training callbacks.
+``environment_factory`` from MCP tools, reward functions, the tiny-model warm-ups and
+training callbacks; and what every GRPO recipe calls in order: ``lifecycle`` (one run: folder,
+Ctrl-C, resume, save), ``evals`` (greedy evals, keep-best, summary), ``grpo`` (GRPOConfig,
+trainer class, servers) and ``model``.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """

@@ -27,10 +27,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from .evals import Evals
 
 console = Console(stderr=True)
 stdout = Console()  # the run's report: what was saved and the command to run next
@@ -209,7 +212,7 @@ def open_run(cfg: Any) -> Iterator[Run]:
                 closing.close()
 
 
-def train(run: Run, trainer: Any, evals: Any) -> bool:
+def train(run: Run, trainer: Any, evals: Evals) -> bool:
     """Train (from the last checkpoint when resuming), then the final evals unless stopped.
     True when the run went to its end."""
     evals.bind(trainer)
@@ -221,7 +224,7 @@ def train(run: Run, trainer: Any, evals: Any) -> bool:
     return True
 
 
-def finish(run: Run, evals: Any, trainer: Any, tokenizer: Any) -> dict[str, Any]:
+def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, Any]:
     """Save ``model/`` (the best periodic weights, else the last), ``curve.png`` and
     ``summary.json``; print what to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
     with signals_ignored():
