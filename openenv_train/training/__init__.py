@@ -1,6 +1,8 @@
 """TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
-``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
-training callbacks.
+``environment_factory`` from MCP tools, reward functions, the tiny-model warm-ups and
+training callbacks; and what every GRPO recipe calls in order: ``lifecycle`` (one run: folder,
+Ctrl-C, resume, save), ``evals`` (greedy evals, keep-best, summary), ``grpo`` (GRPOConfig,
+trainer class, servers) and ``model``.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
@@ -16,13 +18,14 @@ from .callbacks import (
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
-from .warmup import format_warmup, quick_format_warmup, trace_warmup
+from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
     "JsonlMetricsCallback",
     "LogProgressCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
+    "chat_warmup",
     "env_reward",
     "format_reward",
     "format_warmup",

@@ -1,15 +1,17 @@
-"""The evaluation bookkeeping every GRPO recipe shares: greedy evals before, during (the curve)
-and after training, the best weights (kept in memory and checkpointed to ``best/`` when they
-improve), rollout metrics, progress, ``summary.json`` and ``curve.png``.
+"""The evaluation bookkeeping of one training run: greedy evals before, during (the curve) and
+after training, the best weights (kept in memory and checkpointed to ``best/`` when they
+improve), rollout counts, progress, ``summary.json`` and ``curve.png``.
 
-A recipe subclasses :class:`RunEvals` with its own greedy eval, score and table.
+A recipe describes its evals as data (:class:`EvalSpec`: its greedy-eval function, score key,
+table columns, report line); :class:`Evals` is the same bookkeeping for every recipe.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console()
+Metrics = dict[str, float]
 
 
 def results_table(
@@ -37,88 +40,106 @@ def results_table(
     return table
 
 
-class RunEvals:
-    """Subclasses set ``score_key``, ``panels``, ``title`` and implement :meth:`greedy`,
-    :meth:`table` and :meth:`line` (the one-line eval report)."""
+@dataclass
+class EvalSpec:
+    """What a recipe's evals are. ``greedy(model, validation)`` plays the live model greedily:
+    the final games (``validation=False``, before and after training) or the validation games of
+    the periodic evals (the curve; seeded apart, so watching them selects nothing)."""
 
-    score_key = "mean_return"
-    panels: tuple[tuple[str, str], ...] = (("mean_return", "mean return"),)
-    curve_baselines: dict[str, dict[str, float]] = {}
+    greedy: Callable[[Any, bool], Metrics]
+    #: the metric keep-best maximises
+    score_key: str
+    #: the tables' columns: (header, metric key, format spec)
+    columns: Sequence[tuple[str, str, str]]
+    #: the tables' title; ``{}`` is "before training" or "after N GRPO steps"
+    table_title: str
+    #: the printed report of a periodic eval, formatted with its metrics
+    line: str
+    #: progress-bar field -> metric key, after each periodic eval
+    status: Mapping[str, str]
+    #: the curve's panels: (metric key, axis label)
+    panels: Sequence[tuple[str, str]]
+    curve_title: str
+    #: scripted policies on the final games, shown beside the model in the tables
+    baselines: dict[str, Metrics] = field(default_factory=dict)
+    #: the same on the validation games (summary.json; the curve's dashed lines by default)
+    validation_baselines: dict[str, Metrics] = field(default_factory=dict)
+    curve_baselines: dict[str, Metrics] | None = None
+    #: the trainer log keys the progress bar shows
+    progress_fields: tuple[str, ...] = ("reward", "entropy")
+    #: episodes per optimizer step, where no rollout batches are counted (environment_factory)
+    episodes_per_step: int = 0
 
-    def __init__(
-        self, cfg: Any, model: Any, tokenizer: Any, metrics: Any, *, started: float | None = None
-    ) -> None:
+
+class Evals:
+    """The eval state of one run (``run``: :class:`~openenv_train.training.lifecycle.Run`)."""
+
+    def __init__(self, run: Any, model: Any, tokenizer: Any, spec: EvalSpec) -> None:
         from openenv_train.training import (
             LogProgressCallback,
             PeriodicEvalCallback,
             RichProgressCallback,
         )
 
-        self.cfg, self.model, self.tokenizer, self.metrics = cfg, model, tokenizer, metrics
-        self.curve: list[tuple[int, dict[str, float]]] = []
+        self.run, self.model, self.tokenizer, self.spec = run, model, tokenizer, spec
+        self.cfg, self.metrics = run.cfg, run.metrics
+        self.curve: list[tuple[int, Metrics]] = []
         self.best: dict[str, Any] = {}
-        self.rows: dict[str, dict[str, float]] = {}
-        self.baselines: dict[str, dict[str, float]] = {}
+        self.rows: dict[str, Metrics] = {}
+        self.extra: dict[str, Any] = {}  # more summary.json keys (e.g. after_via_servers)
         self.episodes = self.batches = 0
-        self.started = time.perf_counter() if started is None else started
-        self.train_s = 0.0
-        self._train_t0 = time.perf_counter()
-        self.run_dir = Path(cfg.run_dir)
+        self.train_s, self._train_t0 = 0.0, time.perf_counter()
+        self.last: Metrics | None = None
+        self.after_: Metrics | None = None
+        self.saved_step = 0
         self.progress: Any = None
-        if cfg.progress:
+        if self.cfg.progress:
             self.progress = LogProgressCallback.or_rich(
-                RichProgressCallback(f"GRPO {cfg.name}", fields=("reward", "entropy")),
-                every=cfg.grpo.logging_steps,
+                RichProgressCallback(f"GRPO {self.cfg.name}", fields=spec.progress_fields),
+                every=self.cfg.grpo.logging_steps,
             )
         self.periodic = PeriodicEvalCallback(
-            lambda _model: self.validate(), cfg.eval.every, self._on_eval
+            lambda _model: self.greedy(validation=True), self.cfg.eval.every, self.record
         )
 
-    # -- what a recipe provides ----------------------------------------------------------------
+    def greedy(self, validation: bool = False) -> Metrics:
+        return self.spec.greedy(self.model, validation)
 
-    def greedy(self, n: int | None = None, seed: int | None = None) -> dict[str, float]:
-        """Greedy play of the live model: the final eval (defaults) or ``n`` games from ``seed``."""
-        raise NotImplementedError
+    def table(self, when: str, rows: dict[str, Metrics]) -> Table:
+        return results_table(self.spec.table_title.format(when), rows, self.spec.columns)
 
-    def validate(self) -> dict[str, float]:
-        """The periodic eval (validation games, seeded apart from the final ones)."""
-        raise NotImplementedError
-
-    def table(self, title: str, rows: dict[str, dict[str, float]]) -> Any:
-        raise NotImplementedError
-
-    def line(self, step: int, m: dict[str, float]) -> str:
-        return f"step {step}: greedy {self.score_key} {m[self.score_key]:+.3f}"
-
-    def status(self, m: dict[str, float]) -> dict[str, float]:
-        return {self.score_key: m[self.score_key]}
-
-    # -- the run -------------------------------------------------------------------------------
-
-    def before(self) -> None:
-        """The untrained model on the final games (printed) and on the validation games."""
+    def begin(self) -> None:
+        """A fresh run: the untrained model on the final games (printed) and on the validation
+        games (the curve's first point). A resumed one: its eval before, curve and best."""
+        if self.run.resume:
+            self.restore(self.run.restored)
+            console.print(f"resuming {self.run.path} from {self.run.folder.last_checkpoint()}")
+            return
         t0 = time.perf_counter()
         self.rows["model before"] = before = self.greedy()
         console.print(f"eval before training: {time.perf_counter() - t0:.1f}s")
         self.metrics.write("eval_before", 0, before)
-        console.print(self.table("before training (greedy)", {"model": before, **self.baselines}))
-        self._on_eval(0, self.validate())  # the curve's first point (also in metrics.jsonl)
+        console.print(self.table("before training", {"model": before, **self.spec.baselines}))
+        self.record(0, self.greedy(validation=True))
 
     def restore(self, rows: list[dict[str, Any]]) -> None:
-        """Pick up a resumed run: its eval before, curve, episode count and best checkpoint."""
-        drop = ("kind", "step", "time_s")
+        """Pick up a resumed run from its metrics: eval before, curve, episode count, best."""
         for row in rows:
-            data = {k: v for k, v in row.items() if k not in drop}
+            # metrics.jsonl writes NaN (e.g. mean guesses with none solved) as null
+            data = {
+                k: float("nan") if v is None else v
+                for k, v in row.items()
+                if k not in ("kind", "step", "time_s")
+            }
             if row.get("kind") == "eval_before":
                 self.rows["model before"] = data
-                self.curve = [c for c in self.curve if c[0] != 0]
             elif row.get("kind") == "rollout":
                 self.batches = max(self.batches, int(row["step"]))
                 self.episodes = max(self.episodes, int(data.get("episodes", 0)))
             elif row.get("kind") == "eval":
                 self.curve = [c for c in self.curve if c[0] != row["step"]] + [(row["step"], data)]
                 self.episodes = max(self.episodes, int(data.get("episodes", 0)))
-        best = self.run_dir / "best" / "best.json"
+        best = self.run.path / "best" / "best.json"
         if best.is_file():
             self.best.update(json.loads(best.read_text()))
 
@@ -126,7 +147,7 @@ class RunEvals:
         return [self.metrics, self.periodic] + ([self.progress] if self.progress else [])
 
     def bind(self, trainer: Any) -> None:
-        """Attach to the trainer just built (periodic evals sample its live model)."""
+        """Attach to the trainer just built (periodic evals also reach its ``report_to``)."""
         self.periodic.bind(trainer)
         if self.progress is not None:  # our progress replaces the printed log dicts
             from transformers.trainer_callback import PrinterCallback
@@ -144,24 +165,27 @@ class RunEvals:
         if self.progress is not None:
             self.progress.set_status(episodes=self.episodes)
 
-    def _on_eval(self, step: int, m: dict[str, float]) -> None:
+    def record(self, step: int, m: Metrics) -> None:
+        """A periodic eval: the curve, keep-best, metrics.jsonl and the progress line."""
+        if self.spec.episodes_per_step:
+            self.episodes = step * self.spec.episodes_per_step
         m["episodes"] = self.episodes
-        m["wall_s"] = round(time.perf_counter() - self.started, 1)
+        m["wall_s"] = round(time.perf_counter() - self.run.started, 1)
         self.curve = [c for c in self.curve if c[0] != step] + [(step, m)]
-        better = m[self.score_key] > self.best.get("score", float("-inf"))
+        better = m[self.spec.score_key] > self.best.get("score", float("-inf"))
         if self.cfg.eval.keep_best and step > 0 and better:
-            self._checkpoint_best(step, m[self.score_key])
+            self._checkpoint_best(step, m[self.spec.score_key])
         self.metrics.write("eval", step, m)
         if self.progress is not None:
-            self.progress.set_status(**self.status(m))
+            self.progress.set_status(**{k: m[key] for k, key in self.spec.status.items()})
         else:
-            console.print(self.line(step, m))
+            console.print(f"step {step}: " + self.spec.line.format(**m))
 
     def _checkpoint_best(self, step: int, score: float) -> None:
         """Keep the best weights in memory and on disk (``best/``), so Ctrl-C or a crash keeps them."""
         state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         self.best.update(step=step, score=score, state=state)
-        best = self.run_dir / "best"
+        best = self.run.path / "best"
         self.model.save_pretrained(str(best))
         self.tokenizer.save_pretrained(str(best))
         (best / "best.json").write_text(json.dumps({"step": step, "score": score}))
@@ -171,20 +195,19 @@ class RunEvals:
         if "state" in self.best:
             self.model.load_state_dict(self.best["state"])
             return True
-        if self.best and (self.run_dir / "best").is_dir():
+        if self.best and (self.run.path / "best").is_dir():
             from transformers import AutoModelForCausalLM
 
-            saved = AutoModelForCausalLM.from_pretrained(str(self.run_dir / "best"))
+            saved = AutoModelForCausalLM.from_pretrained(str(self.run.path / "best"))
             self.model.load_state_dict(saved.state_dict())
             return True
         return False
 
-    def after(self, trainer: Any, urls: Any = ()) -> None:
+    def after(self, trainer: Any) -> None:
         """Final evals of the last weights and (loaded into the model) the best periodic ones."""
         self.train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step
         self.model = trainer.model
-        self.set_model(self.model)
         t0 = time.perf_counter()
         self.rows[f"model after (last, step {step})"] = last = self.greedy()
         console.print(f"eval after training: {time.perf_counter() - t0:.1f}s")
@@ -193,71 +216,67 @@ class RunEvals:
         if self.best and self.best["step"] != step and self.load_best():
             self.after_ = self.greedy()
             self.saved_step = self.best["step"]
-            self.rows[f"model after (best periodic eval, step {self.saved_step}, saved)"] = (
-                self.after_
-            )
+            name = f"model after (best periodic eval, step {self.saved_step}, saved)"
+            self.rows[name] = self.after_
             self.metrics.write("eval_after", self.saved_step, {**self.after_, "which": "best"})
-        title = f"after {step} GRPO steps (greedy)"
-        console.print(self.table(title, {**self.rows, **self.baselines}))
-
-    def set_model(self, model: Any) -> None:
-        """The model the evals sample (the trainer may wrap or replace it)."""
-        self.model = model
+        console.print(self.table(f"after {step} GRPO steps", {**self.rows, **self.spec.baselines}))
 
     def interrupted(self, trainer: Any) -> None:
         """Ctrl-C: no final evals; the best weights so far go to ``model/`` (else the last)."""
         self.train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step if trainer is not None else 0
         if trainer is not None:
-            self.set_model(trainer.model)
-        self.last = self.after_ = None  # type: ignore[assignment]
+            self.model = trainer.model
+        self.last = self.after_ = None
         self.saved_step = step
         if self.best and self.best["step"] != step and self.load_best():
             self.saved_step = self.best["step"]
 
-    def summary_extra(self) -> dict[str, Any]:
-        return {}
-
-    def finish(
-        self, model_dir: Path, *, interrupted: bool = False, checkpoint: str | None = None
+    def summary(
+        self, model_dir: Path, steps: int, *, interrupted: bool, checkpoint: str | None
     ) -> dict[str, Any]:
         """Write curve.png and summary.json; returns the summary."""
         from openenv_train.training import plot_learning_curve
 
-        out, cfg = self.run_dir, self.cfg
+        spec, started = self.spec, self.run.started
+        curve_baselines = spec.curve_baselines
         png = plot_learning_curve(
             self.curve,
-            out / "curve.png",
-            baselines=self.curve_baselines,
-            title=self.title(),
-            panels=self.panels,
+            self.run.path / "curve.png",
+            baselines=spec.validation_baselines if curve_baselines is None else curve_baselines,
+            title=spec.curve_title,
+            panels=spec.panels,
         )
         summary: dict[str, Any] = {
-            "name": cfg.name,
+            "name": self.cfg.name,
             "interrupted": interrupted,
             "before": self.rows.get("model before"),
             "after": self.after_,
             "after_last": self.last,
             "saved_step": self.saved_step,
-            "baselines": self.baselines,
+            "baselines": spec.baselines,
             "curve": [{"step": s, **m} for s, m in self.curve],  # on the validation games
-            "episodes": self.episodes,
+            "steps": steps,
+            "episodes": steps * spec.episodes_per_step or self.episodes,
             "train_seconds": round(self.train_s, 1),
-            "wall_seconds": round(time.perf_counter() - self.started, 1),
+            "seconds_per_step": round(self.train_s / max(1, steps), 2),
+            "wall_seconds": round(time.perf_counter() - started, 1),
             "model_dir": str(model_dir),
             "curve_png": str(png),
             "metrics_jsonl": str(self.metrics.path),
             "checkpoint": checkpoint,  # the trainer state --resume continues from
-            **self.summary_extra(),
+            **(
+                {"validation_baselines": spec.validation_baselines}
+                if spec.validation_baselines
+                else {}
+            ),
+            **self.extra,
         }
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        (self.run.path / "summary.json").write_text(json.dumps(summary, indent=2))
         how = "interrupted" if interrupted else "done"
         console.print(
             f"{how} after {summary['wall_seconds']}s (training {summary['train_seconds']}s, "
-            f"{self.episodes:,} episodes); model -> {model_dir}, curve -> {png}, "
+            f"{summary['episodes']:,} episodes); model -> {model_dir}, curve -> {png}, "
             f"metrics -> {self.metrics.path}"
         )
         return summary
-
-    def title(self) -> str:
-        return f"GRPO ({self.cfg.name}): greedy play on validation games"

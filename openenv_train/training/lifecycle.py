@@ -1,5 +1,12 @@
-"""The run folder's lifecycle: made only when the start succeeded, removed again when the start
-fails; Ctrl-C / SIGTERM finish the current step and keep the work; ``--resume`` continues.
+"""One training run's lifecycle, as plain functions every recipe calls in order::
+
+    with open_run(cfg) as run:        # run folder, seeds, Ctrl-C handling, metrics.jsonl
+        ...                           # servers (run.close_at_end), model, evals, trainer
+        train(run, trainer, evals)    # (resumes from the last checkpoint), then the final evals
+    return finish(run, evals, trainer, tokenizer)   # model/, curve.png, summary.json, `next:`
+
+The run folder is made only when the start succeeded and removed again when the start fails; a
+fresh run replaces an earlier one's checkpoints; ``--resume`` continues from the last one.
 
 First Ctrl-C (or SIGTERM) during training: stop after the current optimizer step, save a trainer
 checkpoint, the best weights so far, the curve and ``summary.json`` marked interrupted. A second
@@ -11,17 +18,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from transformers import TrainerCallback
 
+if TYPE_CHECKING:
+    from .evals import Evals
+
 console = Console(stderr=True)
+stdout = Console()  # the run's report: what was saved and the command to run next
 
 
 class RunFolderError(ValueError):
@@ -127,3 +142,124 @@ def signals_ignored() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@dataclass
+class Run:
+    """What :func:`open_run` hands a recipe: the config, the folder, the stop signal, the metrics
+    log and the resources to close when the run ends (servers, rollout workers)."""
+
+    cfg: Any
+    folder: RunFolder
+    stop: GracefulStop
+    metrics: Any  # JsonlMetricsCallback
+    started: float
+    restored: list[dict[str, Any]] = field(default_factory=list)  # metrics rows of a resumed run
+    closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    @property
+    def resume(self) -> bool:
+        return self.folder.resume
+
+    def close_at_end(self, close: Callable[[], Any]) -> None:
+        """Call ``close`` when the run ends however it ends (last registered, first closed)."""
+        self.closing.callback(close)
+
+
+@contextlib.contextmanager
+def open_run(cfg: Any) -> Iterator[Run]:
+    """The run of ``cfg`` in ``cfg.run_dir`` (``cfg.resume``: continue it), seeded.
+
+    A failure before training began removes the folder again. Once training began, Ctrl-C
+    (the second one, or one in the final evals) ends the ``with`` block and keeps the work:
+    :func:`finish` saves it. The resources of :meth:`Run.close_at_end` are closed on the way out,
+    where further Ctrl-C presses cannot cut them short.
+    """
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from openenv_train.training import JsonlMetricsCallback, quiet_third_party
+
+    quiet_third_party()
+    import torch
+
+    started = time.perf_counter()
+    folder = RunFolder(cfg.run_dir, resume=bool(getattr(cfg, "resume", False)))
+    folder.check()
+    if cfg.grpo.torch_threads:
+        torch.set_num_threads(cfg.grpo.torch_threads)
+    torch.manual_seed(cfg.seed)
+    stop = GracefulStop()
+    with stop.installed():
+        closing = contextlib.ExitStack()
+        try:
+            folder.create(cfg.model_dump_json(indent=2))
+            restored = folder.metrics_rows() if folder.resume else []
+            metrics = JsonlMetricsCallback(folder.path / "metrics.jsonl", append=folder.resume)
+            yield Run(cfg, folder, stop, metrics, started, restored, closing)
+        except KeyboardInterrupt:
+            if not folder.started:
+                folder.discard()
+                raise
+            stop.requested = True  # training began: keep the work
+        except BaseException:
+            folder.discard()  # a start that failed leaves no run folder (kept once training began)
+            raise
+        finally:
+            with signals_ignored():
+                closing.close()
+
+
+def train(run: Run, trainer: Any, evals: Evals) -> bool:
+    """Train (from the last checkpoint when resuming), then the final evals unless stopped.
+    True when the run went to its end."""
+    evals.bind(trainer)
+    run.folder.started = True
+    trainer.train(resume_from_checkpoint=run.folder.last_checkpoint() if run.resume else None)
+    if run.stop.requested:
+        return False
+    evals.after(trainer)
+    return True
+
+
+def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, Any]:
+    """Save ``model/`` (the best periodic weights, else the last), ``curve.png`` and
+    ``summary.json``; print what to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
+    with signals_ignored():
+        model_dir = run.path / "model"
+        if run.stop.requested:
+            evals.interrupted(trainer)
+        trainer.save_model(str(model_dir))
+        tokenizer.save_pretrained(str(model_dir))
+        summary = evals.summary(
+            model_dir,
+            trainer.state.global_step,
+            interrupted=run.stop.requested,
+            checkpoint=run.folder.last_checkpoint(),
+        )
+    if run.stop.requested:
+        stdout.print(
+            f"saved the work so far in {run.path}; continue with "
+            f"`openenv-train train CONFIG --resume {run.path}`"
+        )
+        raise KeyboardInterrupt
+    stdout.print(f"next: openenv-train eval {model_dir}")
+    return summary
+
+
+def main(
+    run: Callable[[Any], Any], load_config: Callable[[str], Any], argv: list[str] | None = None
+) -> int:
+    """``python -m recipes.<name>.train CONFIG``: 2 on a wrong call, 130 after Ctrl-C."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        module = getattr(sys.modules["__main__"].__spec__, "name", run.__module__)
+        stdout.print(f"usage: python -m {module} CONFIG.yaml")
+        return 2
+    try:
+        run(load_config(args[0]))
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,11 +1,11 @@
-"""The policy model of a GRPO recipe: a tiny Llama over an env's words, a saved folder or a hub
-model; then the format warm-up on the env's random-action episodes."""
+"""The policy model of a GRPO recipe: a tiny Llama over an env's words (or the words of a text
+corpus), a saved folder or a hub model; then a warm-up (``warmup.py``) of the ``model`` section."""
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -15,21 +15,20 @@ console = Console()
 
 def load_model(
     cfg: Any,
-    vocabulary: Sequence[str],
-    sample_episode: Callable[..., Any] | None,
-    log: Callable[[str, int, dict[str, Any]], None],
+    vocabulary: Iterable[str] = (),
     *,
-    warmup: bool = True,
+    corpus: Iterable[str] = (),
+    tokenizer_attrs: Mapping[str, Any] | None = None,
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of the ``model`` section (``path: null`` builds the tiny Llama over
-    ``vocabulary``), moved to CUDA unless ``grpo.use_cpu``, then warmed up on ``sample_episode``
-    games (``model.warmup_steps``; skipped when ``warmup`` is false, e.g. on resume)."""
+    """``(model, tokenizer)`` of the ``model`` section: ``path: null`` builds the tiny Llama over
+    ``vocabulary`` and every word of ``corpus``; ``tokenizer_attrs`` are set on the tokenizer
+    (e.g. a tool recipe's ``chat_template``). Moved to CUDA unless ``grpo.use_cpu``."""
     from openenv_train.policy.tiny import load_tiny_model
 
     m = cfg.model
     if m.path is None:
-        model, tokenizer = build_tiny(m.tiny, vocabulary)
-    elif m.hub:
+        model, tokenizer = build_tiny(m.tiny, vocabulary, corpus=corpus)
+    elif getattr(m, "hub", False):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(m.path)
@@ -39,7 +38,9 @@ def load_model(
         tokenizer.padding_side = "left"
     else:
         model, tokenizer = load_tiny_model(m.path)
-    if m.chat_template_kwargs:  # e.g. Qwen3's enable_thinking=False, for every templated prompt
+    for name, value in (tokenizer_attrs or {}).items():
+        setattr(tokenizer, name, value)
+    if getattr(m, "chat_template_kwargs", None):  # e.g. Qwen3's enable_thinking=False
         tokenizer.apply_chat_template = functools.partial(
             tokenizer.apply_chat_template, **m.chat_template_kwargs
         )
@@ -50,17 +51,19 @@ def load_model(
             model.to("cuda")
     nparams = sum(p.numel() for p in model.parameters())
     console.print(f"model: {m.path or 'tiny Llama (built here)'}, {nparams:,} parameters")
-    if warmup and sample_episode is not None:
-        warm_up(model, tokenizer, m, cfg.seed, log, sample_episode)
     return model, tokenizer
 
 
-def build_tiny(t: Any, vocabulary: Sequence[str]) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: the tiny Llama of a ``model.tiny`` section over ``vocabulary``."""
-    from openenv_train.policy.tiny import build_tiny_model
+def build_tiny(
+    t: Any, vocabulary: Iterable[str] = (), *, corpus: Iterable[str] = ()
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: the tiny Llama of a ``model.tiny`` section over ``vocabulary``
+    and the words of ``corpus``."""
+    from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
 
-    return build_tiny_model(
-        vocabulary,
+    tokenizer = build_word_tokenizer(list(vocabulary) or None, corpus=list(corpus) or None)
+    model = build_tiny_llama(
+        tokenizer,
         hidden_size=t.hidden_size,
         num_layers=t.num_layers,
         num_heads=t.num_heads,
@@ -68,6 +71,7 @@ def build_tiny(t: Any, vocabulary: Sequence[str]) -> tuple[Any, Any]:
         initializer_range=t.init_std,
         seed=t.seed,
     )
+    return model, tokenizer
 
 
 def warm_up(
@@ -77,27 +81,30 @@ def warm_up(
     seed: int,
     log: Callable[[str, int, dict[str, Any]], None],
     sample_episode: Callable[..., Any],
+    *,
+    chat: bool = False,
 ) -> None:
-    """The format warm-up of the ``model`` section (``warmup_steps`` batches of random-action
-    games; nothing when 0), printed and logged as a ``warmup`` record."""
-    from openenv_train.training import format_warmup
+    """The warm-up of the ``model`` section (``warmup_steps`` batches; nothing when 0), printed
+    and logged as a ``warmup`` record: the format warm-up on ``sample_episode(rng)`` turns, or
+    with ``chat`` the chat-template warm-up on ``sample_episode(rng)`` conversations (tools)."""
+    from openenv_train.training.warmup import chat_warmup, format_warmup
 
     if not m.warmup_steps:
         return
     t0 = time.perf_counter()
-    res = format_warmup(
-        model,
-        tokenizer,
-        sample_episode,
+    sizes = dict(
         steps=m.warmup_steps,
         batch_size=m.warmup_batch_size,
         learning_rate=m.warmup_learning_rate,
         seed=seed,
-        loss_on=m.warmup_loss_on,
     )
+    if chat:
+        res = chat_warmup(model, tokenizer, sample_episode, **sizes)
+    else:
+        res = format_warmup(model, tokenizer, sample_episode, loss_on=m.warmup_loss_on, **sizes)
     secs = time.perf_counter() - t0
     console.print(
-        f"format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
+        f"{'chat-' if chat else ''}format warm-up: {res.steps} steps, loss {res.first_loss:.3f} -> {res.final_loss:.3f} ({secs:.1f}s)"
     )
     stats = {"steps": res.steps, "first_loss": res.first_loss, "final_loss": res.final_loss}
     log("warmup", 0, {**stats, "seconds": secs})

@@ -139,6 +139,43 @@ def trace_warmup(
     )
 
 
+def chat_warmup(
+    model: Any,
+    tokenizer: Any,
+    sample_conversation: Callable[[random.Random], list[dict[str, Any]]],
+    *,
+    steps: int = 200,
+    batch_size: int = 32,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+) -> WarmupResult:
+    """Next-token training on conversations rendered by the tokenizer's chat template (for
+    ``environment_factory`` recipes, whose model turns are tool calls TRL parses back): teaches
+    the call format and the env's text, every token in the loss. ``sample_conversation(rng)``
+    gives one episode's messages with random actions (no strategy)."""
+    if steps < 0 or batch_size < 1:
+        raise ValueError(f"warmup: steps={steps} must be >= 0 and batch_size={batch_size} >= 1")
+
+    def draw(rng: random.Random) -> list[tuple[list[int], list[int]]]:
+        rows = [
+            tokenizer.apply_chat_template(
+                sample_conversation(rng), tokenize=True, return_dict=False
+            )
+            for _ in range(batch_size)
+        ]
+        return [(ids, [1] * len(ids)) for ids in rows]
+
+    return next_token_training(
+        model,
+        tokenizer,
+        draw,
+        steps=steps,
+        learning_rate=learning_rate,
+        seed=seed,
+        loss_on="all",
+    )
+
+
 def next_token_training(
     model: Any,
     tokenizer: Any,
@@ -150,7 +187,7 @@ def next_token_training(
     loss_on: Literal["all", "answers"],
     on_step: Callable[[int, float], None] | None = None,
 ) -> WarmupResult:
-    """The one supervised loop of both warm-ups: ``steps`` AdamW steps on ``(ids, loss_mask)``
+    """The one supervised loop of every warm-up: ``steps`` AdamW steps on ``(ids, loss_mask)``
     batches from ``draw_batch(rng)``, right-padded; the loss covers every token (``"all"``) or the
     mask-1 tokens (``"answers"``). Leaves the model in eval mode."""
     import torch

@@ -1,11 +1,10 @@
 """GRPO BlackJack: a model learns hit/stand through TRL's GRPOTrainer on real local env servers.
 
-config -> model (tiny Llama built here + format warm-up, or a folder / hub model) -> N BlackJack
-servers (local processes or docker/podman containers) -> GRPOTrainer(rollout_func=the batched
-rollout engine over the servers) -> train -> save. The run (run folder, Ctrl-C, checkpoints,
-resume) is ``openenv_train.training.grpo.train``; evaluation (greedy evals before, during and after beside
-the baselines, the best weights, curve.png and summary.json) is ``evaluate.TrainingEval``.
-Everything lands in ``runs/<name>/``.
+config -> N BlackJack servers (local processes or docker/podman containers) -> model (tiny Llama
+built here + format warm-up, or a folder / hub model) -> evals (greedy, in-process, beside the
+baselines) -> GRPOTrainer(rollout_func=the batched rollout engine over the servers) -> train ->
+save. The run's lifecycle (run folder, Ctrl-C, checkpoints, --resume, best weights, curve.png,
+summary.json) is ``openenv_train.training.lifecycle``; everything lands in ``runs/<name>/``.
 
 Run: ``openenv-train train configs/grpo_blackjack_cpu.yaml`` (or ``python -m recipes.grpo_blackjack.train CONFIG``).
 """
@@ -15,64 +14,102 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from openenv_train.training import model as common_model
+from blackjack_env.evaluation import (
+    COLUMNS,
+    VALIDATION_OFFSET,
+    baselines,
+    evaluate_policy,
+    evaluate_via_servers,
+)
+from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
+
+from openenv_train.training.evals import Evals, EvalSpec, console, results_table
+from openenv_train.training.grpo import (
+    grpo_args,
+    placeholder_dataset,
+    reward_funcs,
+    start_servers,
+    trainer_class,
+    trainer_rollout_func,
+)
+from openenv_train.training.lifecycle import finish, main, open_run, train
+from openenv_train.training.model import load_model, warm_up
 
 from .config import RecipeConfig, load_config
 
 
 def run(cfg: RecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
-    from openenv_train.training.grpo import train
+    from openenv_train.policy.transformers_policy import TransformersPolicy
 
-    from .evaluate import TrainingEval
+    ev, r = cfg.eval, cfg.rollout
+    with open_run(cfg) as run:  # runs/<name>/, seeds, Ctrl-C, metrics.jsonl
+        servers, urls = start_servers(cfg)
+        if servers is not None:
+            run.close_at_end(servers.stop)
+        model, tokenizer = load_model(cfg, VOCABULARY)
+        if not run.resume:
+            warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, random_episode)
 
-    def make_spec() -> Any:
-        from blackjack_env.text_spec import BlackjackTextSpec
+        # greedy play on fresh seeded hands, in-process, beside the baselines on the same hands
+        policy = TransformersPolicy(model, tokenizer, device=str(model.device))
+        val_seed = ev.seed + VALIDATION_OFFSET  # the curve's hands, apart from the final ones
 
-        return BlackjackTextSpec(
-            seed=cfg.seed,
-            same_deal_per_group=cfg.rollout.same_deal_per_group,
-            invalid_action_reward=cfg.rollout.invalid_action_reward,
+        def greedy(live: Any, validation: bool) -> dict[str, float]:
+            policy.set_model(live)
+            hands, seed = (ev.periodic_hands, val_seed) if validation else (ev.hands, ev.seed)
+            return evaluate_policy(
+                policy,
+                hands,
+                seed,
+                max_turns=r.max_turns,
+                max_new_tokens=r.max_new_tokens,
+                system_prompt=r.system_prompt,
+            )
+
+        val_baselines = baselines(ev.periodic_hands, val_seed)
+        evals = Evals(
+            run,
+            model,
+            tokenizer,
+            EvalSpec(
+                greedy,
+                score_key="mean_return",
+                columns=COLUMNS,
+                table_title=f"{{}} (greedy), {ev.hands} fresh hands",
+                line="greedy win {win:.1%}, mean return {mean_return:+.3f}",
+                status={"win": "win", "ret": "mean_return"},
+                panels=(("win", "greedy win rate"), ("mean_return", "mean return")),
+                curve_title=f"GRPO BlackJack ({cfg.name}): greedy play on {ev.periodic_hands:,} validation hands",
+                baselines=baselines(ev.hands, ev.seed),
+                validation_baselines=val_baselines,
+                curve_baselines={k: val_baselines[k] for k in ("always stand", "basic strategy")},
+            ),
         )
+        evals.begin()  # the eval before training (or, resuming, the run so far)
 
-    return train(
-        cfg,
-        make_spec=make_spec,
-        load_model=lambda log, warmup: load_model(cfg, log, warmup=warmup),
-        make_evals=lambda model, tok, metrics, t0, _urls: TrainingEval(
-            cfg, model, tok, metrics, started=t0
-        ),
-        prompt="blackjack",
-    )
-
-
-def load_model(cfg: RecipeConfig, log: Any, *, warmup: bool = True) -> tuple[Any, Any]:
-    """The tiny Llama over BlackJack's words, a saved folder or a hub model; then the format
-    warm-up (``model.warmup_steps``) on random-action games."""
-    from blackjack_env.text_spec import VOCABULARY, random_episode
-
-    return common_model.load_model(cfg, VOCABULARY, random_episode, log, warmup=warmup)
-
-
-def build_tiny(t: Any) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: the tiny Llama of a ``model.tiny`` section over BlackJack's words."""
-    from blackjack_env.text_spec import VOCABULARY
-
-    return common_model.build_tiny(t, VOCABULARY)
-
-
-def warm_up(model: Any, tokenizer: Any, m: Any, seed: int, log: Any) -> None:
-    """The format warm-up of the ``model`` section on random-action BlackJack games."""
-    from blackjack_env.text_spec import random_episode
-
-    common_model.warm_up(model, tokenizer, m, seed, log, random_episode)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from openenv_train.training.grpo import main as recipe_main
-
-    return recipe_main(argv, "recipes.grpo_blackjack.train", load_config, run)
+        spec = BlackjackTextSpec(
+            seed=cfg.seed,
+            same_deal_per_group=r.same_deal_per_group,
+            invalid_action_reward=r.invalid_action_reward,
+        )
+        rollout_func = trainer_rollout_func(cfg, spec, servers, urls, evals.on_batch)
+        run.close_at_end(rollout_func.close)
+        trainer = trainer_class(cfg)(
+            model=model,
+            reward_funcs=reward_funcs(cfg),
+            args=grpo_args(cfg, run.path),
+            train_dataset=placeholder_dataset(cfg, "blackjack"),
+            processing_class=tokenizer,
+            rollout_func=rollout_func,
+            callbacks=[run.stop, *evals.callbacks()],
+        )
+        if train(run, trainer, evals) and ev.final_via_servers:  # the wire path agrees
+            row = evaluate_via_servers(policy, urls, ev.hands, ev.seed)
+            evals.rows["model after (via servers)"] = evals.extra["after_via_servers"] = row
+            console.print(results_table("after training, via the servers", {"model": row}, COLUMNS))
+    return finish(run, evals, trainer, tokenizer)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(run, load_config))

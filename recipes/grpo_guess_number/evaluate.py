@@ -13,6 +13,17 @@ from typing import Any
 
 from guess_number_env.game import BASELINES, GuessGame, play, render
 
+from openenv_train.training.evals import results_table
+
+#: The eval table's columns: (header, key, format).
+COLUMNS = (
+    ("solved", "solve_rate", ".1%"),
+    ("mean guesses (solved)", "mean_guesses", ".2f"),
+    ("mean reward", "mean_reward", ".3f"),
+    ("malformed turns", "invalid", ".1%"),
+)
+#: Periodic (validation) evals play the games of seed + this, apart from the final eval's.
+VALIDATION_OFFSET = 10_000_000
 _CALL = re.compile(r"<call>\s+guess\s+number\s+(-?\d+)")
 
 
@@ -107,8 +118,7 @@ def evaluate_saved_model(
     from openenv_train.policy.tiny import load_tiny_model
 
     from .config import RecipeConfig
-    from .tool_model import CHAT_TEMPLATE, RESPONSE_TEMPLATE
-    from .train import _table
+    from .tool_model import TOOL_TEMPLATES
 
     path = Path(model_dir)
     run_config = path.parent / "config.json"
@@ -118,7 +128,8 @@ def evaluate_saved_model(
         else RecipeConfig()
     )
     model, tokenizer = load_tiny_model(path)
-    tokenizer.chat_template, tokenizer.response_template = CHAT_TEMPLATE, RESPONSE_TEMPLATE
+    for name, value in TOOL_TEMPLATES.items():
+        setattr(tokenizer, name, value)
     g = cfg.game
     n = episodes or cfg.eval.games
     s = cfg.eval.seed if seed is None else seed
@@ -126,5 +137,5 @@ def evaluate_saved_model(
         "model": evaluate_model(model, tokenizer, n, s, g.low, g.high, g.max_turns, g.show_range)
     }
     rows.update(baselines(n, s, g.low, g.high, g.max_turns))
-    Console().print(_table(f"{path} ({n} fresh games, greedy)", rows))
+    Console().print(results_table(f"{path} ({n} fresh games, greedy)", rows, COLUMNS))
     return rows

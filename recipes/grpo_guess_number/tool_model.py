@@ -1,5 +1,6 @@
 """A tiny tool-calling model for guess-the-number: word-level tokenizer, tool chat template,
-response template (how TRL parses a tool call back out of generated ids), in-process games.
+response template (how TRL parses a tool call back out of generated ids), random-guess games for
+the chat-template warm-up (``openenv_train.training.warmup.chat_warmup``).
 
 The chat template renders a conversation as plain words: the user's text, then per assistant
 turn ``<bot> <call> guess number 8 <eos>`` (a tool call) or ``<bot> text <eos>``, per tool message its
@@ -62,6 +63,13 @@ RESPONSE_TEMPLATE: dict[str, Any] = {
 }
 
 
+#: What a tokenizer needs to render and parse this recipe's tool calls.
+TOOL_TEMPLATES: dict[str, Any] = {
+    "chat_template": CHAT_TEMPLATE,
+    "response_template": RESPONSE_TEMPLATE,
+}
+
+
 def corpus(low: int, high: int, max_turns: int, show_range: bool, games: int = 400) -> list[str]:
     """Every text the env can send for these settings (random games), for the vocabulary."""
     rng = random.Random(0)
@@ -77,12 +85,13 @@ def corpus(low: int, high: int, max_turns: int, show_range: bool, games: int = 4
 def build_tool_model(
     low: int, high: int, max_turns: int, show_range: bool, **model_kwargs: Any
 ) -> tuple[Any, Any]:
-    """Tokenizer (word level, tool template, response template) and a tiny Llama for it."""
+    """Tokenizer (word level, tool template, response template) and a tiny Llama for it (the
+    recipe builds the same from its config with ``openenv_train.training.model.load_model``)."""
     from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
 
     tokenizer = build_word_tokenizer(corpus=corpus(low, high, max_turns, show_range))
-    tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.response_template = RESPONSE_TEMPLATE
+    for name, value in TOOL_TEMPLATES.items():
+        setattr(tokenizer, name, value)
     return build_tiny_llama(tokenizer, **model_kwargs), tokenizer
 
 
@@ -114,37 +123,3 @@ def random_conversation(
         )
     messages.append({"role": "assistant", "content": DONE})
     return messages
-
-
-def tool_warmup(
-    model: Any, tokenizer: Any, sample: Any, steps: int, batch_size: int, lr: float, seed: int
-) -> tuple[float, float]:
-    """Next-token training on random-guess conversations rendered by the chat template: the tool
-    call format and the env's text (no strategy: the guesses are uniform). Returns first/last loss."""
-    import torch
-
-    rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    model.train()
-    first = last = float("nan")
-    pad = tokenizer.pad_token_id
-    for step in range(steps):
-        rows = [
-            tokenizer.apply_chat_template(sample(rng), tokenize=True, return_dict=False)
-            for _ in range(batch_size)
-        ]
-        width = max(len(r) for r in rows)
-        ids = torch.full((batch_size, width), pad, dtype=torch.long)
-        mask = torch.zeros((batch_size, width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            mask[i, : len(r)] = 1
-        labels = ids.masked_fill(mask == 0, -100)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        last = float(loss.detach())
-        first = last if step == 0 else first
-    model.eval()
-    return first, last

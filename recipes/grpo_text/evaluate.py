@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from openenv_train.client.sync import run_blocking
-from openenv_train.training.evals import RunEvals
-from openenv_train.training.evals import results_table as common_results_table
+from openenv_train.training.evals import results_table
 
 #: The eval table's columns: (header, key, format).
 COLUMNS = (
@@ -25,7 +23,14 @@ COLUMNS = (
 
 #: Periodic (validation) evals use seed + this, apart from the final eval's games.
 VALIDATION_OFFSET = 10_000_000
-console = Console()
+
+
+def seeded_spec(cfg: Any, seed: int) -> Any:
+    """The config's spec, dealing the games of ``seed`` when the spec can seed them."""
+    spec = cfg.make_spec()
+    if hasattr(spec, "seed"):
+        spec.seed = seed
+    return spec
 
 
 def evaluate_on_servers(
@@ -59,70 +64,6 @@ def evaluate_on_servers(
     }
 
 
-def results_table(title: str, rows: dict[str, dict[str, float]]) -> Table:
-    """Mean reward / won / invalid / turns of each named result, as a rich table."""
-    return common_results_table(title, rows, COLUMNS)
-
-
-class TextEnvEval(RunEvals):
-    """The evaluation bookkeeping of a ``grpo_text`` run; the score is the mean reward."""
-
-    score_key = "mean_reward"
-    panels = (("mean_reward", "mean reward"), ("win_rate", "share of games won"))
-
-    def __init__(
-        self,
-        cfg: Any,
-        model: Any,
-        tokenizer: Any,
-        metrics: Any,
-        urls: list[str],
-        *,
-        started: float | None = None,
-    ) -> None:
-        from openenv_train.policy.transformers_policy import TransformersPolicy
-
-        super().__init__(cfg, model, tokenizer, metrics, started=started)
-        self.urls = urls
-        self.policy = TransformersPolicy(model, tokenizer, device=str(model.device))
-
-    def _spec(self, seed: int) -> Any:
-        spec = self.cfg.make_spec()
-        if hasattr(spec, "seed"):
-            spec.seed = seed  # the same games at every eval, when the spec can seed them
-        return spec
-
-    def greedy(self, n: int | None = None, seed: int | None = None) -> dict[str, float]:
-        ev = self.cfg.eval
-        spec = self._spec(ev.seed if seed is None else seed)
-        return evaluate_on_servers(
-            self.policy, spec, self.urls, ev.episodes if n is None else n, self.cfg
-        )
-
-    def validate(self) -> dict[str, float]:
-        ev = self.cfg.eval
-        return self.greedy(ev.periodic_episodes, ev.seed + VALIDATION_OFFSET)
-
-    def table(self, title: str, rows: dict[str, dict[str, float]]) -> Table:
-        return results_table(f"{title}, {self.cfg.eval.episodes} games", rows)
-
-    def line(self, step: int, m: dict[str, float]) -> str:
-        return f"step {step}: greedy mean reward {m['mean_reward']:+.3f}, won {m['win_rate']:.1%}"
-
-    def status(self, m: dict[str, float]) -> dict[str, float]:
-        return {"greedy": m["mean_reward"], "won": m["win_rate"]}
-
-    def set_model(self, model: Any) -> None:
-        self.model = model
-        self.policy.set_model(model)
-
-    def title(self) -> str:
-        return (
-            f"GRPO on {self.cfg.env.app} ({self.cfg.name}): greedy play on "
-            f"{self.cfg.eval.periodic_episodes} validation games"
-        )
-
-
 def evaluate_saved_model(
     model_dir: str | Path, *, episodes: int | None = None, seed: int | None = None
 ) -> dict[str, dict[str, float]]:
@@ -139,9 +80,7 @@ def evaluate_saved_model(
     cfg = parse_config(json.loads(run_config.read_text()))
     torch.set_num_threads(1)
     model, tokenizer = load_tiny_model(model_dir)
-    spec = cfg.make_spec()
-    if hasattr(spec, "seed"):
-        spec.seed = cfg.eval.seed if seed is None else seed
+    spec = seeded_spec(cfg, cfg.eval.seed if seed is None else seed)
     n = episodes or cfg.eval.episodes
     servers = start_servers(cfg.env.app, 1, **cfg.env.server_options())
     try:
@@ -150,5 +89,5 @@ def evaluate_saved_model(
         )
     finally:
         servers.stop()
-    console.print(results_table(f"{model_dir} ({n} games, greedy)", {"model": row}))
+    Console().print(results_table(f"{model_dir} ({n} games, greedy)", {"model": row}, COLUMNS))
     return {"model": row}

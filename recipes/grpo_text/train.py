@@ -1,8 +1,8 @@
 """GRPO on your own text env: the env app, its ``TextEnvSpec`` and the vocabulary come from the
-config; everything else (tiny model or a saved/hub one, format warm-up on the spec's
-``random_episode``, env servers, TRL's GRPOTrainer with the batched rollout engine, greedy evals
-through the servers, checkpoints, Ctrl-C, resume) is shared with the BlackJack recipe
-(``recipes.common``).
+config; the rest is the BlackJack recipe's pipeline: env servers, a tiny model (or a saved/hub
+one) with the format warm-up on the spec's ``random_episode``, TRL's GRPOTrainer with the batched
+rollout engine, greedy evals through the servers, and the run's lifecycle (checkpoints, Ctrl-C,
+--resume: ``openenv_train.training.lifecycle``).
 
 Run: ``openenv-train train configs/grpo_text_countdown.yaml``.
 """
@@ -12,38 +12,81 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from openenv_train.training import model as common_model
+from openenv_train.training.evals import Evals, EvalSpec
+from openenv_train.training.grpo import (
+    grpo_args,
+    placeholder_dataset,
+    reward_funcs,
+    start_servers,
+    trainer_class,
+    trainer_rollout_func,
+)
+from openenv_train.training.lifecycle import finish, main, open_run, train
+from openenv_train.training.model import load_model, warm_up
 
 from .config import TextRecipeConfig, load_config
+from .evaluate import COLUMNS, VALIDATION_OFFSET, evaluate_on_servers, seeded_spec
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
-    from openenv_train.training.grpo import train
+    from openenv_train.policy.transformers_policy import TransformersPolicy
 
-    from .evaluate import TextEnvEval
-
+    ev = cfg.eval
     spec = cfg.make_spec()
+    with open_run(cfg) as run:  # runs/<name>/, seeds, Ctrl-C, metrics.jsonl
+        servers, urls = start_servers(cfg)
+        if servers is not None:
+            run.close_at_end(servers.stop)
+        model, tokenizer = load_model(cfg, cfg.vocabulary())
+        if not run.resume:
+            sample = cfg.warmup_episodes(spec)
+            warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, sample)
 
-    def load_model(log: Any, warmup: bool) -> tuple[Any, Any]:
-        sample = cfg.warmup_episodes(spec)
-        return common_model.load_model(cfg, cfg.vocabulary(), sample, log, warmup=warmup)
+        # greedy play through the servers: the same games at every eval when the spec seeds them
+        policy = TransformersPolicy(model, tokenizer, device=str(model.device))
 
-    return train(
-        cfg,
-        make_spec=lambda: cfg.make_spec(seed=cfg.seed) if hasattr(spec, "seed") else spec,
-        load_model=load_model,
-        make_evals=lambda model, tok, metrics, t0, urls: TextEnvEval(
-            cfg, model, tok, metrics, urls, started=t0
-        ),
-    )
+        def greedy(live: Any, validation: bool) -> dict[str, float]:
+            policy.set_model(live)
+            n, seed = (
+                (ev.periodic_episodes, ev.seed + VALIDATION_OFFSET)
+                if validation
+                else (ev.episodes, ev.seed)
+            )
+            return evaluate_on_servers(policy, seeded_spec(cfg, seed), urls, n, cfg)
 
+        evals = Evals(
+            run,
+            model,
+            tokenizer,
+            EvalSpec(
+                greedy,
+                score_key="mean_reward",
+                columns=COLUMNS,
+                table_title=f"{{}} (greedy), {ev.episodes} games",
+                line="greedy mean reward {mean_reward:+.3f}, won {win_rate:.1%}",
+                status={"greedy": "mean_reward", "won": "win_rate"},
+                panels=(("mean_reward", "mean reward"), ("win_rate", "share of games won")),
+                curve_title=f"GRPO on {cfg.env.app} ({cfg.name}): greedy play on {ev.periodic_episodes} validation games",
+            ),
+        )
+        evals.begin()  # the eval before training (or, resuming, the run so far)
 
-def main(argv: list[str] | None = None) -> int:
-    from openenv_train.training.grpo import main as recipe_main
-
-    return recipe_main(argv, "recipes.grpo_text.train", load_config, run)
+        train_spec = cfg.make_spec(seed=cfg.seed) if hasattr(spec, "seed") else spec
+        rollout_func = trainer_rollout_func(cfg, train_spec, servers, urls, evals.on_batch)
+        run.close_at_end(rollout_func.close)
+        trainer = trainer_class(cfg)(
+            model=model,
+            reward_funcs=reward_funcs(cfg),
+            args=grpo_args(cfg, run.path),
+            train_dataset=placeholder_dataset(cfg),
+            processing_class=tokenizer,
+            rollout_func=rollout_func,
+            callbacks=[run.stop, *evals.callbacks()],
+        )
+        train(run, trainer, evals)
+    return finish(run, evals, trainer, tokenizer)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(run, load_config))

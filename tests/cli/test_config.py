@@ -78,10 +78,12 @@ def test_load_config_errors(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("init_std", [0.02, 0.1])
 def test_the_tiny_model_is_built_with_the_configured_init_std(init_std: float) -> None:
-    from recipes.grpo_blackjack.train import load_model
+    from blackjack_env.text_spec import VOCABULARY
+
+    from openenv_train.training.model import load_model
 
     cfg = parse_config({"model": {"warmup_steps": 0, "tiny": {"init_std": init_std}}})
-    model, _tok = load_model(cfg, lambda *a: None)
+    model, _tok = load_model(cfg, VOCABULARY)
     std = float(model.get_input_embeddings().weight.std())
     assert abs(std - init_std) < 0.2 * init_std, std
 

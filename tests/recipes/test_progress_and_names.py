@@ -43,12 +43,14 @@ def test_the_text_recipe_defaults_are_the_shipped_countdown_config() -> None:
 
 
 def test_blackjack_evals_say_lose_rate(tmp_path: Path) -> None:
-    from recipes.grpo_blackjack.evaluate import baselines, results_table, summarize
+    from blackjack_env.evaluation import COLUMNS, baselines, summarize
+
+    from openenv_train.training.evals import results_table
 
     row = summarize([1.0, -1.0, -1.0, 0.0])
     assert row["lose_rate"] == 0.5 and "loss" not in row
     from rich.console import Console
 
     console = Console(file=io.StringIO(), width=200)
-    console.print(results_table("t", baselines(200, 1)))
+    console.print(results_table("t", baselines(200, 1), COLUMNS))
     assert "lose rate" in console.file.getvalue() and "loss" not in console.file.getvalue()

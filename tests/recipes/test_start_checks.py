@@ -134,3 +134,14 @@ def test_a_start_that_fails_after_the_checks_removes_its_run_folder(tmp_path: Pa
     with pytest.raises(ServerStartError):
         run(cfg)
     assert not cfg.run_dir.exists()
+
+
+def test_python_m_train_says_how_to_call_it_and_exits_130_after_ctrl_c(capsys) -> None:
+    from openenv_train.training.lifecycle import main
+
+    def interrupted(cfg: object) -> None:
+        raise KeyboardInterrupt
+
+    assert main(interrupted, lambda path: path, []) == 2
+    assert "usage: python -m" in capsys.readouterr().out
+    assert main(interrupted, lambda path: path, ["x.yaml"]) == 130

@@ -1,14 +1,14 @@
-"""The recipe's fast in-process greedy eval plays exactly what the real servers play."""
+"""BlackJack's fast in-process greedy eval plays exactly what the real servers play."""
 
 from __future__ import annotations
 
 
 def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_model) -> None:
+    from blackjack_env.evaluation import evaluate_policy, evaluate_via_servers
     from blackjack_env.text_spec import random_episode
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
     from openenv_train.training import format_warmup
-    from recipes.grpo_blackjack.evaluate import evaluate_policy, evaluate_via_servers
 
     model, tok = tiny_model
 
@@ -36,7 +36,7 @@ def test_in_process_eval_equals_eval_through_servers(blackjack_servers, tiny_mod
 
 
 def test_baselines_match_openspiel_rates() -> None:
-    from recipes.grpo_blackjack.evaluate import baselines
+    from blackjack_env.evaluation import baselines
 
     b = baselines(20000, seed=99)
     # OpenSpiel's rules over 10^6 hands: random 28.4%, always stand 38.4%, basic strategy 43.2%

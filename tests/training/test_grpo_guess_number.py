@@ -46,6 +46,25 @@ def test_template_supports_tools_and_round_trips(tool_model) -> None:
     )
 
 
+def test_the_chat_warmup_teaches_the_tool_call_format() -> None:
+    from openenv_train.training import chat_warmup
+    from recipes.grpo_guess_number.evaluate import evaluate_model
+
+    model, tok = build_tool_model(1, 16, 5, True, seed=0)
+    before = evaluate_model(model, tok, 32, 7, 1, 16, 5, True)
+    res = chat_warmup(
+        model,
+        tok,
+        lambda rng: random_conversation(rng, 1, 16, 5, True),
+        steps=40,
+        batch_size=16,
+        learning_rate=1e-2,
+    )
+    after = evaluate_model(model, tok, 32, 7, 1, 16, 5, True)
+    assert res.steps == 40 and res.final_loss < res.first_loss / 2 and not model.training
+    assert before["invalid"] > 0.5 and after["invalid"] < before["invalid"]
+
+
 def test_environment_class_plays_a_real_server() -> None:
     from guess_number_env import GuessGame
 
@@ -101,3 +120,10 @@ def test_recipe_runs_end_to_end_at_tiny_size(tmp_path: Path) -> None:
 
     rows = evaluate_saved_model(run_dir / "model", episodes=16)  # the game settings of the run
     assert rows["model"]["solve_rate"] == summary["after"]["solve_rate"]  # same 16 seeded games
+
+    # the run's lifecycle: a trainer checkpoint at every periodic eval, and --resume goes on
+    assert (run_dir / "trainer" / "checkpoint-2" / "optimizer.pt").is_file()
+    cfg.resume, cfg.grpo.max_steps = True, 3
+    resumed = run(cfg)
+    assert resumed["steps"] == 3 and [p["step"] for p in resumed["curve"]] == [0, 1, 2, 3]
+    assert (run_dir / "metrics.jsonl").read_text().count('"eval_before"') == 1

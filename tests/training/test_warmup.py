@@ -47,10 +47,10 @@ def test_episode_ids_match_what_the_engine_records(
 
 
 def test_warmup_teaches_the_format_without_a_policy(tiny_model) -> None:
+    from blackjack_env.evaluation import evaluate_policy
     from blackjack_env.text_spec import random_episode
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
-    from recipes.grpo_blackjack.evaluate import evaluate_policy
 
     model, tok = tiny_model
     policy = TransformersPolicy(model, tok)
