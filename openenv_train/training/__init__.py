@@ -1,5 +1,5 @@
-"""TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
-``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
+"""TRL adapters: ``rollout_func`` (a ``RolloutFunc``) on the rollout engine or the harness
+runner, ``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
 training callbacks.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
@@ -16,6 +16,7 @@ from .callbacks import (
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
+from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
 from .warmup import format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
@@ -23,6 +24,10 @@ __all__ = [
     "LogProgressCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
+    "RolloutFunc",
+    "RolloutStats",
+    "RolloutStrategy",
+    "RunnerStrategy",
     "env_reward",
     "format_reward",
     "format_warmup",
