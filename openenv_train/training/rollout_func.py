@@ -250,7 +250,7 @@ class RolloutFunc:
         batch = self.strategy.produce(prompts, trainer, g)
         self.last_batch = batch
         self.stats.batches += 1
-        self.stats.episodes += len(batch.records)
+        self.stats.episodes += len(batch.rows) - batch.group_size * len(batch.dropped_groups)
         if self.on_batch is not None:
             self.on_batch(batch)
         out = batch.to_trl(self.reward_key)  # validated; raises GroupsDroppedError
