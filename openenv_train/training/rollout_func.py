@@ -8,46 +8,20 @@ or ``ray_rollout.FleetStrategy`` (a Ray env fleet, healed before each batch). ``
 does what they share: it binds to the trainer of its first call, keeps ``last_batch`` and
 ``stats``, hands each batch to ``on_batch`` and turns it into TRL's columns. Runners are async
 and keep pooled WebSocket sessions, so a runner strategy owns one background event loop
-(:class:`LoopThread`) for its whole life.
+(``client.sync.LoopThread``, the one the sync clients share) for its whole life.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
-import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
+from ..client.sync import LoopThread
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
-
-T = TypeVar("T")
-
-
-class LoopThread:
-    """A daemon thread running one event loop; ``run(coro)`` blocks until the coroutine is done."""
-
-    def __init__(self, name: str = "openenv-train-rollout") -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        if threading.current_thread() is self._thread:
-            raise RuntimeError(
-                "LoopThread.run called from its own loop; await the coroutine instead"
-            )
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        if self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
-        self.loop.close()
 
 
 def freeze_heap() -> None:
