@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..client.sync import LoopThread
 from ..policy.base import Policy
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
 from .rollout import tokenizer_of
-from .rollout_func import LoopThread, RolloutStats, unwrap_model
+from .rollout_func import RolloutStats, unwrap_model
 
 
 class WeightMailbox:

@@ -21,32 +21,19 @@ from ..rollout.engine import RolloutEngine, base_urls_of
 from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
 from ..rollout.spec import TextEnvSpec
-from .rollout_func import (
-    LoopThread,
-    RolloutFunc,
-    RolloutStrategy,
-    RunnerStrategy,
-    freeze_heap,
-    group_size_of,
-    sampling_mode,
-    unwrap_model,
-)
+from .rollout_func import LoopThread, RolloutFunc, RolloutStrategy, RunnerStrategy, unwrap_model
 
-__all__ = [  # LoopThread, freeze_heap ...: re-exported for the modules that import them from here
+__all__ = [  # LoopThread: re-exported for async_grpo.worker, which imports it from here
     "LoopThread",
     "RolloutFunc",
     "RolloutStrategy",
     "RunnerStrategy",
     "config_for",
     "engine_builder",
-    "freeze_heap",
-    "group_size_of",
     "make_harness_rollout_func",
     "make_rollout_func",
     "policy_for_trainer",
-    "sampling_mode",
     "tokenizer_of",
-    "unwrap_model",
 ]
 
 
@@ -193,8 +180,8 @@ def make_harness_rollout_func(
     ``session_factory(prompt)`` (or ``.create(task=prompt)``) returns a ``ResourceSession``. The
     model turns come from ``policy=`` (batched; yours, not closed), ``model_step=`` (your own
     sampler) or, with neither, the trainer's model (:func:`policy_for_trainer`, closed with the
-    function). Any other ``EpisodeRunner`` goes the same way:
-    ``RolloutFunc(RunnerStrategy(make_runner))``. ``config`` defaults to tool-calling limits (256 tokens a turn, 4096 an episode).
+    function). ``config`` defaults to tool-calling limits (256 tokens a turn, 4096 an episode).
+    Any other runner goes the same way: ``RolloutFunc(RunnerStrategy(make_runner))``.
     """
     if policy is not None and model_step is not None:
         raise ValueError("pass policy= (batched) or model_step= (your own sampler), not both")
