@@ -19,8 +19,9 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,6 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+if TYPE_CHECKING:
+    from openenv_train.training import RolloutFunc
 
 console = Console()
 TICK = os.sysconf("SC_CLK_TCK")
@@ -81,12 +85,12 @@ class StepClock:
         """Child processes that are not env servers: the overlap producer (``max_staleness`` > 0)."""
         return [c.pid for c in psutil.Process().children() if c.pid not in self.server_pids]
 
-    def wrap_rollout(self, rollout_func: Any) -> Any:
+    def wrap_rollout(self, rollout_func: RolloutFunc) -> Callable[..., dict[str, Any]]:
         def timed(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
             t0 = time.perf_counter()
             out = rollout_func(prompts, trainer)
             self.cur["rollout"] = self.cur.get("rollout", 0.0) + time.perf_counter() - t0
-            runner = rollout_func.get_runner()
+            runner = rollout_func.runner
             stats = getattr(getattr(runner, "batcher", None), "stats", None)
             if stats is not None:
                 gen = stats.generate_s
@@ -101,8 +105,6 @@ class StepClock:
             self.cur["longest / mean completion"] = max(lens) / (sum(lens) / len(lens))
             return out
 
-        for name in ("close", "get_runner", "last_batch"):
-            setattr(timed, name, getattr(rollout_func, name))
         return timed
 
     def wrap_trainer(self, trainer: Any) -> None:
@@ -221,14 +223,13 @@ def train_steps(
         update={"rollout": cfg.rollout.model_copy(update={"max_staleness": max_staleness})}
     )
     clock = StepClock([p.pid for p in servers if getattr(p, "pid", None)])
-    rollout_func = clock.wrap_rollout(
-        make_rollout_func(
-            BlackjackTextSpec(seed=cfg.seed),
-            servers.base_urls,
-            config=common.rollout_config(cfg),
-            max_staleness=max_staleness,
-        )
+    inner = make_rollout_func(
+        BlackjackTextSpec(seed=cfg.seed),
+        servers.base_urls,
+        config=common.rollout_config(cfg),
+        max_staleness=max_staleness,
     )
+    rollout_func = clock.wrap_rollout(inner)
 
     class Clock(TrainerCallback):
         def on_step_begin(self, *a: Any, **k: Any) -> None:
@@ -250,7 +251,7 @@ def train_steps(
         clock.wrap_trainer(trainer)
         trainer.train()
     finally:
-        rollout_func.close()
+        inner.close()
     return clock.samples
 
 

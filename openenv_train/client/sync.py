@@ -1,8 +1,8 @@
 """Blocking wrapper around an async ``EnvClient``.
 
-All sync clients share one private event loop on a daemon thread, so a blocking call works the
-same from plain scripts, from threads and from code that already runs an event loop (Jupyter):
-the caller's loop is never touched and never re-entered.
+All sync clients share one private event loop on a daemon thread (a :class:`LoopThread`), so a
+blocking call works the same from plain scripts, from threads and from code that already runs an
+event loop (Jupyter): the caller's loop is never touched and never re-entered.
 """
 
 from __future__ import annotations
@@ -20,43 +20,61 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_loop: asyncio.AbstractEventLoop | None = None
-_thread: threading.Thread | None = None
 
+class LoopThread:
+    """A daemon thread running one event loop, so blocking code can drive async code:
+    ``run(coro)`` blocks until the coroutine is done. The sync clients share one (:func:`run_sync`);
+    each rollout function and async-GRPO rollout worker owns one for its pooled sessions."""
 
-def _background_loop() -> asyncio.AbstractEventLoop:
-    global _loop, _thread
-    with _lock:
-        if _loop is None or _thread is None or not _thread.is_alive():
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=loop.run_forever, name="openenv-train-sync-loop", daemon=True
+    def __init__(self, name: str = "openenv-train-loop") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self.loop.is_closed()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on this loop and wait for it. If the wait ends early (KeyboardInterrupt,
+        ``timeout``), the coroutine is cancelled; an ``EnvClient`` then drops its connection so no
+        late reply can be mismatched."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError(
+                f"a blocking call was made from inside the event loop it waits on "
+                f"({self._thread.name}); await the coroutine (the async client) instead"
             )
-            thread.start()
-            _loop, _thread = loop, thread
-        return _loop
+        fut = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return fut.result(timeout)
+        except BaseException:
+            fut.cancel()
+            raise
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+
+_lock = threading.Lock()
+_shared: LoopThread | None = None
+
+
+def _shared_loop() -> LoopThread:
+    global _shared
+    with _lock:
+        if _shared is None or not _shared.alive:
+            _shared = LoopThread(name="openenv-train-sync-loop")
+        return _shared
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the shared background loop and block until it finishes.
-
-    If the caller is interrupted (KeyboardInterrupt), the coroutine is cancelled; an
-    ``EnvClient`` then drops its connection so no late reply can be mismatched.
-    """
-    loop = _background_loop()
-    if threading.current_thread() is _thread:
-        coro.close()
-        raise RuntimeError(
-            "a blocking (.sync()) call was made from inside the sync client's own loop; "
-            "await the async client instead"
-        )
-    fut = asyncio.run_coroutine_threadsafe(coro, loop)
-    try:
-        return fut.result()
-    except BaseException:
-        fut.cancel()
-        raise
+    """Run ``coro`` on the sync clients' shared background loop and block until it finishes."""
+    return _shared_loop().run(coro)
 
 
 class SyncEnvClient(Generic[ActT, ObsT, StateT]):
@@ -67,7 +85,8 @@ class SyncEnvClient(Generic[ActT, ObsT, StateT]):
     """
 
     def __init__(self, client: EnvClient[ActT, ObsT, StateT]) -> None:
-        if client.connected and client.bound_loop is not _loop:
+        shared = _shared
+        if client.connected and (shared is None or client.bound_loop is not shared.loop):
             raise RuntimeError(
                 "call .sync() before connecting: the session's socket belongs to the loop that "
                 "opened it"

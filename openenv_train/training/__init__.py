@@ -1,8 +1,9 @@
-"""TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
-``environment_factory`` from MCP tools, reward functions, the tiny-model warm-ups and
-training callbacks; and what every GRPO recipe calls in order: ``lifecycle`` (one run: folder,
-Ctrl-C, resume, save), ``evals`` (greedy evals, keep-best, summary), ``grpo`` (GRPOConfig,
-trainer class, servers) and ``model``.
+"""The one training package: ``config`` (the one config schema), ``RolloutFunc`` (TRL's
+``rollout_func`` with interchangeable strategies: engine, overlap, Ray fleet, harness, agents),
+``environment_factory`` classes from MCP tools, reward functions, the warm-ups and training
+callbacks; and what every GRPO recipe calls in order: ``lifecycle`` (one run: folder, Ctrl-C,
+resume, save), ``evals`` (greedy evals, keep-best, summary), ``grpo`` (GRPOConfig, trainer class,
+servers) and ``model``.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
@@ -18,6 +19,7 @@ from .callbacks import (
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import env_reward, format_reward, make_format_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
+from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
 from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
@@ -25,6 +27,10 @@ __all__ = [
     "LogProgressCallback",
     "PeriodicEvalCallback",
     "RichProgressCallback",
+    "RolloutFunc",
+    "RolloutStats",
+    "RolloutStrategy",
+    "RunnerStrategy",
     "chat_warmup",
     "env_reward",
     "format_reward",

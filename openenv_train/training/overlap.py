@@ -2,8 +2,9 @@
 
 A producer plays batches back to back with its own copy of the policy weights: in a child
 process (``overlap_process.ProcessProducer``, the default: its own GIL) or as a task on the
-rollout function's event loop (:class:`ThreadProducer`). At every ``rollout_func`` call (right
-after an optimizer step) the trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
+rollout function's event loop (:class:`ThreadProducer`); :class:`OverlapStrategy` drives either
+one behind ``RolloutFunc``. At every ``rollout_func`` call (right after an optimizer step) the
+trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
 policy version); the producer loads the newest copy at its next batch boundary, so episodes in
 flight are never paused. At most ``max_staleness`` finished-or-running batches are ahead of the
 trainer; a batch older than ``max_staleness`` versions when TRL asks for it is dropped and
@@ -22,20 +23,15 @@ import asyncio
 import copy
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from ..client.sync import LoopThread
 from ..policy.base import Policy
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
-from .rollout import (
-    LoopThread,
-    RolloutFunc,
-    _group_size_of,
-    _unwrap,
-    freeze_heap,
-    tokenizer_of,
-)
+from .rollout import tokenizer_of
+from .rollout_func import RolloutStats, unwrap_model
 
 
 class WeightMailbox:
@@ -77,15 +73,20 @@ class _Made:
     error: BaseException | None = None
 
 
-@dataclass
-class OverlapStats:
-    """Counts over the rollout function's life (logged with every batch)."""
+class Producer(Protocol):
+    """Plays batches ahead of the trainer: :class:`ThreadProducer` or
+    ``overlap_process.ProcessProducer``."""
 
-    batches: int = 0
-    stale_batches_dropped: int = 0
-    stale_rows_dropped: int = 0
-    prompt_mismatch_drops: int = 0
-    staleness: list[int] = field(default_factory=list)
+    @property
+    def runner(self) -> EpisodeRunner | None: ...
+
+    def publish(self, model: Any, version: int, prompts: list[Any]) -> None: ...
+
+    def start(self, trainer: Any, group_size: int) -> None: ...
+
+    def take(self) -> tuple[int, list[Any], RolloutBatch]: ...
+
+    def close(self) -> None: ...
 
 
 def check_in_process(trainer: Any) -> None:
@@ -104,7 +105,7 @@ def copy_policy_for(trainer: Any) -> Policy:
     from ..policy.transformers_policy import TransformersPolicy
 
     check_in_process(trainer)
-    model = copy.deepcopy(_unwrap(trainer)).eval()
+    model = copy.deepcopy(unwrap_model(trainer)).eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return TransformersPolicy(
@@ -120,12 +121,13 @@ class ThreadProducer:
         self.loop = LoopThread(name="openenv-train-rollout")
         self.mailbox = WeightMailbox()
         self.prompts: list[Any] = []
-        self.runner: EpisodeRunner | None = None
+        self._runner: EpisodeRunner | None = None
         self._task: asyncio.Task[None] | None = None
         self._switch: float | None = None
 
-    def get_runner(self) -> EpisodeRunner | None:
-        return self.runner
+    @property
+    def runner(self) -> EpisodeRunner | None:
+        return self._runner
 
     def start(self, trainer: Any, group_size: int) -> None:
         self._switch = sys.getswitchinterval()
@@ -133,13 +135,13 @@ class ThreadProducer:
         self.loop.run(self._start(trainer, group_size))
 
     async def _start(self, trainer: Any, g: int) -> None:
-        self.runner = self.make_runner(trainer)
+        self._runner = self.make_runner(trainer)
         self._slots = asyncio.Semaphore(self.max_staleness)
         self._ready: asyncio.Queue[_Made] = asyncio.Queue()
         self._task = asyncio.get_running_loop().create_task(self._produce(g), name="producer")
 
     async def _produce(self, g: int) -> None:
-        runner, loaded = self.runner, -1
+        runner, loaded = self._runner, -1
         assert runner is not None
         while True:
             await self._slots.acquire()
@@ -179,7 +181,7 @@ class ThreadProducer:
                 await task
             except BaseException:  # noqa: BLE001 - cancelled or already failed: both end here
                 pass
-        runner, self.runner = self.runner, None
+        runner, self._runner = self._runner, None
         if runner is not None:
             await runner.aclose()
             if runner.policy is not None:
@@ -194,51 +196,46 @@ class ThreadProducer:
             self._switch = None
 
 
-def overlapped_rollout_func(
-    producer: Any,
-    *,
-    max_staleness: int,
-    start: Callable[[Any, int], None],
-    group_size: int | None = None,
-    reward_key: str = "env_reward",
-    on_batch: Callable[[RolloutBatch], None] | None = None,
-) -> RolloutFunc:
-    """A TRL ``rollout_func`` whose batches ``producer`` plays ahead of the trainer (module doc).
+class OverlapStrategy:
+    """``RolloutFunc``'s overlapped strategy: ``producer`` plays batches ahead of the trainer; a
+    batch more than ``max_staleness`` versions old, or for other prompts, is dropped and counted
+    (module doc). Rows and the batch carry ``policy_version``."""
 
-    ``producer`` is a :class:`ThreadProducer` or an ``overlap_process.ProcessProducer``;
-    ``start(trainer, group_size)`` starts it at the first call. Extras as ``runner_rollout_func``:
-    ``.close()``, ``.get_runner()``, ``.last_batch``, plus ``.stats`` (:class:`OverlapStats`).
-    """
-    if max_staleness < 1:
-        raise ValueError(
-            f"max_staleness={max_staleness}: overlap needs >= 1 (0 is the synchronous path)"
-        )
-    stats = OverlapStats()
-    state: dict[str, Any] = {"trainer": None}
-
-    def rollout_func(prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
-        version = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
-        producer.publish(_unwrap(trainer), version, list(prompts))
-        if state["trainer"] is None:
-            start(trainer, _group_size_of(trainer, group_size))
-            state["trainer"] = trainer
-            freeze_heap()
-        elif trainer is not state["trainer"]:
-            raise RuntimeError(
-                "this rollout_func is bound to the trainer of its first call; make one rollout_func per trainer"
+    def __init__(self, producer: Producer, max_staleness: int) -> None:
+        if max_staleness < 1:
+            raise ValueError(
+                f"max_staleness={max_staleness}: overlap needs >= 1 (0 is the synchronous path)"
             )
+        self.producer, self.max_staleness = producer, max_staleness
+        self.stats = RolloutStats()
+        self._version = 0
+
+    @property
+    def runner(self) -> EpisodeRunner | None:
+        return self.producer.runner
+
+    def publish(self, trainer: Any, prompts: list[Any]) -> None:
+        """The trainer's weights now, tagged with its step (the policy version)."""
+        self._version = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        self.producer.publish(unwrap_model(trainer), self._version, prompts)
+
+    def start(self, trainer: Any, group_size: int, stats: RolloutStats) -> None:
+        self.stats = stats
+        self.producer.start(trainer, group_size)
+
+    def produce(self, prompts: list[Any], trainer: Any, group_size: int) -> RolloutBatch:
+        stats, version = self.stats, self._version
         while True:
-            made_version, made_prompts, batch = producer.take()
-            if made_prompts != list(prompts):
+            made_version, made_prompts, batch = self.producer.take()
+            if made_prompts != prompts:
                 stats.prompt_mismatch_drops += 1
                 continue
             lag = version - made_version
-            if lag > max_staleness:
+            if lag > self.max_staleness:
                 stats.stale_batches_dropped += 1
                 stats.stale_rows_dropped += len(batch.rows)
                 continue
             break
-        stats.batches += 1
         stats.staleness.append(lag)
         for r in batch.records:
             r.metrics["policy_version"] = made_version
@@ -249,15 +246,7 @@ def overlapped_rollout_func(
             stale_rows_dropped=stats.stale_rows_dropped,
             prompt_mismatch_drops=stats.prompt_mismatch_drops,
         )
-        rollout_func.last_batch = batch  # type: ignore[attr-defined]
-        if on_batch is not None:
-            on_batch(batch)
-        out = batch.to_trl(reward_key)
-        out["policy_version"] = [made_version] * len(batch.rows)
-        return out
+        return batch
 
-    rollout_func.close = producer.close  # type: ignore[attr-defined]
-    rollout_func.last_batch = None  # type: ignore[attr-defined]
-    rollout_func.get_runner = producer.get_runner  # type: ignore[attr-defined]
-    rollout_func.stats = stats  # type: ignore[attr-defined]
-    return rollout_func
+    def close(self) -> None:
+        self.producer.close()

@@ -20,6 +20,9 @@ from typing import Any
 
 from ..rollout.episode import RolloutConfig
 from ..rollout.spec import TextEnvSpec
+from .overlap import check_in_process
+from .rollout import config_for, tokenizer_of
+from .rollout_func import unwrap_model
 
 
 def _child(conn: Any, spec: Any, urls: list[str], cfg: Any, model: Any, tok: Any, g: int) -> None:
@@ -67,8 +70,11 @@ def _child(conn: Any, spec: Any, urls: list[str], cfg: Any, model: Any, tok: Any
 class ProcessProducer:
     """Plays batches ahead of the trainer in a child process (see module doc)."""
 
-    def __init__(self, spec: TextEnvSpec, urls: Sequence[str], max_staleness: int) -> None:
+    def __init__(
+        self, spec: TextEnvSpec, urls: Sequence[str], max_staleness: int, config: RolloutConfig
+    ) -> None:
         self.spec, self.urls, self.max_staleness = spec, list(urls), max_staleness
+        self.config = config  # aligned with the trainer's sampling settings at start
         self.proc: Any = None
         self.conn: Any = None
         self._latest: tuple[int, dict[str, Any]] | None = None
@@ -76,10 +82,15 @@ class ProcessProducer:
         self.prompts: list[Any] = []
         self._asked: deque[list[Any]] = deque()  # the prompts of each outstanding request
 
-    def get_runner(self) -> None:
+    @property
+    def runner(self) -> None:
         return None  # the runner lives in the child process
 
-    def start(self, model: Any, tokenizer: Any, config: RolloutConfig, group_size: int) -> None:
+    def start(self, trainer: Any, group_size: int) -> None:
+        """Spawn the child with a CPU copy of the trainer's model and ask for the first batches."""
+        check_in_process(trainer)
+        model, tokenizer = unwrap_model(trainer), tokenizer_of(trainer)
+        config = config_for(trainer, self.config)
         ctx = mp.get_context("spawn")  # fork is unsafe with torch and a running loop thread
         self.conn, child_conn = ctx.Pipe()
         own = copy.deepcopy(model).to("cpu").eval()

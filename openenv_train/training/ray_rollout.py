@@ -4,10 +4,11 @@ Before every generation batch the fleet is healed (dead servers or nodes replace
 fleet's counts join the batch metrics. Episodes that were running on a server when it died are
 retried by the engine's rules (fresh session elsewhere, then the group again); nothing is scored.
 
-- ``num_workers=0``: ``make_rollout_func`` on the driver against the fleet's URLs (rebuilt when a
-  heal changed them, so replacement servers are used).
-- ``num_workers=M``: ``RayRolloutWorkers``; the trainer's policy is served on the driver by a
-  loopback ``PolicyEndpoint`` and every worker calls it with ``OpenAICompatiblePolicy``.
+- ``num_workers=0``: the engine on the driver against the fleet's URLs (rebuilt when a heal
+  changed them, so replacement servers are used).
+- ``num_workers=M``: ``RayRolloutWorkers`` (they heal the fleet themselves); the trainer's policy
+  is served on the driver by a loopback ``PolicyEndpoint`` and every worker calls it with
+  ``OpenAICompatiblePolicy``.
 """
 
 from __future__ import annotations
@@ -21,20 +22,15 @@ from ..rollout.episode import RolloutConfig
 from ..rollout.policy_endpoint import PolicyEndpoint
 from ..rollout.ray_workers import RayRolloutWorkers
 from ..rollout.records import RolloutBatch
+from ..rollout.runner import EpisodeRunner
 from ..rollout.spec import TextEnvSpec
-from .rollout import (
-    RolloutFunc,
-    config_for,
-    make_rollout_func,
-    policy_for_trainer,
-    runner_rollout_func,
-    tokenizer_of,
-)
+from .rollout import config_for, engine_builder, policy_for_trainer, tokenizer_of
+from .rollout_func import RolloutFunc, RolloutStats, RunnerStrategy
 
 
 class _WorkersRunner:
     """``RayRolloutWorkers`` plus the trainer's policy endpoint, behind the runner interface that
-    ``runner_rollout_func`` drives (``run``, ``aclose``, ``policy``)."""
+    ``RunnerStrategy`` drives (``run``, ``aclose``, ``policy``)."""
 
     policy = None  # the endpoint owns the trainer's policy; nothing else to close
 
@@ -49,6 +45,42 @@ class _WorkersRunner:
         self.endpoint.stop()
 
 
+class FleetStrategy:
+    """``RolloutFunc``'s strategy over a Ray env fleet: ``inner`` plays each batch and the fleet's
+    counts join its metrics. ``follow_urls`` (the engine on the driver): the fleet is healed
+    before each batch and the runner rebuilt on the fleet's URLs when a heal changed them."""
+
+    def __init__(self, inner: RunnerStrategy, fleet: Any, *, follow_urls: bool) -> None:
+        self.inner, self.fleet, self.follow_urls = inner, fleet, follow_urls
+        self._urls: list[str] | None = None  # the URLs the runner was built on
+
+    @property
+    def runner(self) -> EpisodeRunner | None:
+        return self.inner.runner
+
+    def publish(self, trainer: Any, prompts: list[Any]) -> None:
+        pass  # the trainer's policy is sampled live (on the driver or through the endpoint)
+
+    def start(self, trainer: Any, group_size: int, stats: RolloutStats) -> None:
+        self._urls = self.fleet.base_urls
+        self.inner.start(trainer, group_size, stats)
+
+    def produce(self, prompts: list[Any], trainer: Any, group_size: int) -> RolloutBatch:
+        if self.follow_urls:
+            self.fleet.heal()
+            urls = self.fleet.base_urls
+            if urls != self._urls:
+                self._urls = urls
+                self.inner.restart(trainer)
+        batch = self.inner.produce(prompts, trainer, group_size)
+        batch.metrics.update({f"fleet_{k}": v for k, v in self.fleet.stats.items()})
+        batch.metrics["fleet_servers"] = len(self.fleet)
+        return batch
+
+    def close(self) -> None:
+        self.inner.close()  # sessions, workers, endpoint; the fleet stays with its owner
+
+
 def make_ray_rollout_func(
     spec: TextEnvSpec,
     fleet: Any,
@@ -59,32 +91,9 @@ def make_ray_rollout_func(
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
 ) -> RolloutFunc:
-    """A TRL ``rollout_func(prompts, trainer)`` over ``fleet`` (a ``RayServerGroup``).
-
-    Has ``.close()`` (sessions, workers, endpoint; the fleet stays with its owner) and
-    ``.last_batch``.
-    """
+    """A TRL ``rollout_func(prompts, trainer)`` over ``fleet`` (a ``RayServerGroup``); ``close()``
+    releases sessions, workers and endpoint (the fleet stays with its owner)."""
     base = config or RolloutConfig()
-    state: dict[str, Any] = {}
-
-    def with_fleet_metrics(batch: RolloutBatch) -> None:
-        batch.metrics.update({f"fleet_{k}": v for k, v in fleet.stats.items()})
-        batch.metrics["fleet_servers"] = len(fleet)
-        rollout_func.last_batch = batch  # type: ignore[attr-defined]
-        if on_batch is not None:
-            on_batch(batch)
-
-    def on_driver(prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        fleet.heal()
-        urls = fleet.base_urls
-        if urls != state.get("urls"):
-            if "fn" in state:
-                state.pop("fn").close()
-            state["fn"] = make_rollout_func(
-                spec, urls, config=base, reward_key=reward_key, on_batch=with_fleet_metrics
-            )
-            state["urls"] = urls
-        return state["fn"](prompts, trainer)
 
     def workers_runner(trainer: Any) -> _WorkersRunner:
         endpoint = PolicyEndpoint(policy_for_trainer(trainer), "trainer-policy")
@@ -106,21 +115,12 @@ def make_ray_rollout_func(
         return _WorkersRunner(workers, endpoint)
 
     if num_workers > 0:
-        on_workers = runner_rollout_func(
-            workers_runner,
-            reward_key=reward_key,
-            on_batch=with_fleet_metrics,
-            close_policy=False,
-            thread_name="openenv-train-ray-rollout",
+        inner = RunnerStrategy(
+            workers_runner, close_policy=False, thread_name="openenv-train-ray-rollout"
         )
-        rollout_func = on_workers
-        return rollout_func
-
-    def close() -> None:
-        if "fn" in state:
-            state.pop("fn").close()
-
-    rollout_func = on_driver
-    rollout_func.close = close  # type: ignore[attr-defined]
-    rollout_func.last_batch = None  # type: ignore[attr-defined]
-    return rollout_func
+    else:
+        inner = RunnerStrategy(
+            engine_builder(spec, fleet, base), thread_name="openenv-train-ray-rollout"
+        )
+    strategy = FleetStrategy(inner, fleet, follow_urls=num_workers == 0)
+    return RolloutFunc(strategy, reward_key=reward_key, on_batch=on_batch)

@@ -8,7 +8,7 @@ from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer
 
 from openenv_train.policy import SamplingSettings, TransformersPolicy
 from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
-from openenv_train.training.rollout import runner_rollout_func
+from openenv_train.training.rollout_func import RolloutFunc, RunnerStrategy
 
 
 async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):
@@ -101,8 +101,9 @@ async def test_turn_and_token_limits_truncate(servers, tokenizer):
 
 def test_rollout_func_for_trl(servers, tokenizer):
     policy = ScriptedPolicy(tokenizer, basic_strategy_answer)
-    func = runner_rollout_func(
-        lambda _trainer: RolloutEngine(BlackjackTextSpec(seed=9), policy, servers), group_size=4
+    func = RolloutFunc(
+        RunnerStrategy(lambda _trainer: RolloutEngine(BlackjackTextSpec(seed=9), policy, servers)),
+        group_size=4,
     )
     try:
         out = func(["play"] * 12, None)
@@ -116,8 +117,11 @@ def test_rollout_func_for_trl(servers, tokenizer):
         func.close()
     seen = []
     engine = RolloutEngine(BlackjackTextSpec(seed=9), policy, servers)  # built outside any loop
-    func = runner_rollout_func(
-        lambda _trainer: engine, group_size=2, reward_key="bj_reward", on_batch=seen.append
+    func = RolloutFunc(
+        RunnerStrategy(lambda _trainer: engine),
+        group_size=2,
+        reward_key="bj_reward",
+        on_batch=seen.append,
     )
     try:
         out = func(["play"] * 4, None)

@@ -18,7 +18,7 @@ from openenv_train.rollout import (
     ScriptedPolicy,
 )
 from openenv_train.runtime import LocalProcessProvider, start_local_servers
-from openenv_train.training.rollout import runner_rollout_func
+from openenv_train.training.rollout_func import RolloutFunc, RunnerStrategy
 
 
 @pytest.fixture
@@ -88,8 +88,9 @@ def test_rollout_func_raises_typed_error_when_no_server_answers(tokenizer):
     server.stop()  # a URL where nothing listens any more
     policy = ScriptedPolicy(tokenizer, basic_strategy_answer)
     cfg = RolloutConfig(max_episode_retries=1, group_retries=1)
-    func = runner_rollout_func(
-        lambda _trainer: RolloutEngine(BlackjackTextSpec(), policy, [url], cfg), group_size=2
+    func = RolloutFunc(
+        RunnerStrategy(lambda _trainer: RolloutEngine(BlackjackTextSpec(), policy, [url], cfg)),
+        group_size=2,
     )
     try:
         with pytest.raises(GroupsDroppedError, match=r"2 GRPO group\(s\) \[0, 1\] failed") as info:

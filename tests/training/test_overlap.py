@@ -40,7 +40,7 @@ def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
         trainer = _trainer(model, tok, f, tmp_path)
         out0 = f(prompts, trainer)  # step 0: played now with version 0
         assert out0["policy_version"] == [0] * 16
-        runner = f.get_runner()  # None: the process producer's runner lives in the child
+        runner = f.runner  # None: the process producer's runner lives in the child
         producer_model = runner.policy.model if runner is not None else None
         assert producer_model is not model  # the producer samples its own copy
         with torch.no_grad():  # an "optimizer step": the trainer's weights move
@@ -56,6 +56,7 @@ def test_rows_carry_versions_weights_follow_and_stale_batches_are_dropped(
         )
         out4 = f(prompts, trainer)
         assert f.stats.stale_batches_dropped == 1 and f.stats.stale_rows_dropped == 16
+        assert f.stats.batches == 3 and f.stats.episodes == 48  # dropped batches not counted
         assert f.last_batch.metrics["stale_rows_dropped"] == 16
         assert out4["policy_version"][0] >= 1  # played after the newer weights were published
         if producer_model is not None:
@@ -77,8 +78,9 @@ def test_max_staleness_0_is_the_synchronous_path_on_the_live_model(
     f = make_rollout_func(BlackjackTextSpec(seed=1), blackjack_servers, max_staleness=0)
     try:
         out = f(["blackjack"] * 8, _trainer(model, tok, f, tmp_path))
-        assert f.get_runner().policy.model is model  # no copy, no producer
-        assert not hasattr(f, "stats") and "policy_version" not in out
+        assert f.runner.policy.model is model  # no copy, no producer
+        assert "policy_version" not in out
+        assert f.stats.batches == 1 and f.stats.episodes == 8 and f.stats.staleness == []
     finally:
         f.close()
     with pytest.raises(ValueError, match="max_staleness"):

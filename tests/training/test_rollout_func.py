@@ -92,3 +92,71 @@ def test_bad_rollout_setup_is_named(blackjack_servers, warmed, tmp_path) -> None
             rollout_func(["blackjack"] * 6, trainer)
     finally:
         rollout_func.close()
+
+
+class _CountingRunner:
+    """Any object with ``run``, ``aclose`` and ``policy`` plugs into ``RunnerStrategy`` (the agents'
+    runner does), not only an ``EpisodeRunner`` subclass."""
+
+    def __init__(self, drop_group: int | None = None) -> None:
+        self.policy = None
+        self.calls: list[tuple[list, int]] = []
+        self.closed = False
+        self.drop_group = drop_group
+
+    async def run(self, prompts, group_size):
+        from openenv_train.rollout.records import EpisodeRecord, RolloutBatch
+
+        self.calls.append((list(prompts), group_size))
+        rows = [
+            None
+            if i // group_size == self.drop_group
+            else EpisodeRecord(i, i // group_size, p, [1], [2, 3], [-0.5, 0.0], [1, 0], 1.0, 1)
+            for i, p in enumerate(prompts)
+        ]
+        dropped = [] if self.drop_group is None else [self.drop_group]
+        return RolloutBatch(rows, group_size, dropped_groups=dropped)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_rollout_func_binds_one_trainer_counts_batches_and_closes_its_runner() -> None:
+    from openenv_train.rollout.records import GroupsDroppedError
+    from openenv_train.training import RolloutFunc, RunnerStrategy
+
+    runner = _CountingRunner()
+    built_for = []
+
+    def make(trainer):
+        built_for.append(trainer)
+        return runner
+
+    seen = []
+    trainer = type("Trainer", (), {"num_generations": 2})()
+    with RolloutFunc(RunnerStrategy(make), on_batch=seen.append) as f:
+        assert f.runner is None and f.last_batch is None
+        out = f(["a", "a", "b", "b"], trainer)
+        assert out["env_reward"] == [1.0] * 4 and "policy_version" not in out
+        f(("c", "c"), trainer)  # any sequence of prompts
+        assert built_for == [trainer] and f.runner is runner  # built once, at the first call
+        assert runner.calls == [(["a", "a", "b", "b"], 2), (["c", "c"], 2)]  # num_generations
+        assert f.stats.batches == 2 and f.stats.episodes == 6 and f.stats.staleness == []
+        assert len(seen) == 2 and seen[-1] is f.last_batch
+        with pytest.raises(RuntimeError, match="one rollout_func per trainer"):
+            f(["a", "a"], type("Other", (), {"num_generations": 2})())
+        runner.drop_group = 1
+        with pytest.raises(GroupsDroppedError, match=r"group\(s\) \[1\]"):
+            f(["a", "a", "b", "b"], trainer)  # never invents rows for the dropped group
+        assert f.last_batch.dropped_groups == [1] and f.stats.episodes == 8
+    assert runner.closed and f.strategy.loop.loop.is_closed()
+    f.close()  # twice is fine
+
+
+def test_rollout_func_needs_a_group_size() -> None:
+    from openenv_train.training import RolloutFunc, RunnerStrategy
+
+    with RolloutFunc(RunnerStrategy(lambda _t: _CountingRunner())) as f:
+        with pytest.raises(ValueError, match="group_size: not given"):
+            f(["a"], object())
+        assert f.runner is None  # nothing built before the error

@@ -50,7 +50,7 @@ def test_grpo_with_vllm_colocate_generates_through_trl_vllm(blackjack_servers, t
             use_adaptive_entropy=False,
         )
         trainer.train()
-        engine = rollout_func.get_runner()
+        engine = rollout_func.runner
         assert type(engine.policy).__name__ == "TRLVLLMPolicy"
     finally:
         rollout_func.close()
