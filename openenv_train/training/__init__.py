@@ -1,10 +1,11 @@
-"""TRL adapters: ``rollout_func`` on the rollout engine or the harness runner,
+"""TRL adapters: ``rollout_func`` on the rollout engine, the harness runner or the agent runner,
 ``environment_factory`` from MCP tools, reward functions, the tiny-model format warm-up and
 training callbacks.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
 
+from .agent_rollout import make_agent_rollout_func
 from .callbacks import (
     JsonlMetricsCallback,
     LogProgressCallback,
@@ -27,6 +28,7 @@ __all__ = [
     "format_reward",
     "format_warmup",
     "list_server_tools",
+    "make_agent_rollout_func",
     "make_environment_class",
     "release_callback",
     "make_format_reward",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from openenv_train.agents.harness_env import HarnessAction, HarnessObservation
 from openenv_train.client import EnvClient
 from openenv_train.core.models import State
-from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
 
 
 class NotesClient(EnvClient[HarnessAction, HarnessObservation, State]):

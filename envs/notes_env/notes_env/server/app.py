@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
+from openenv_train.agents.harness_env import HarnessAction, HarnessObservation
 from openenv_train.core.models import State
-from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
 from openenv_train.server import create_app
 
 from .environment import NotesEnv
