@@ -126,14 +126,13 @@ class AgentRunner(EpisodeRunner):
                 f"the env at {url} scored no reward for seed {seed}; its verifier must return one"
             )
         self._traces[attempt.row] = trace
-        record = trace.to_episode_record(
+        return trace.to_episode_record(
             reward=reward,
             row=attempt.row,
             group=attempt.group,
             prompt=attempt.prompt,
             metrics={"turns": turns, "attempts": attempt.attempt + 1},
         )
-        return record
 
     async def _play(self, url: str, seed: int, llm_base_url: str) -> tuple[float | None, int]:
         """Reset (the env starts its agent), then turns until done; (reward, turns)."""
