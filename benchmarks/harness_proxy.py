@@ -25,8 +25,8 @@ from notes_env.tiny import notes_tokenizer
 from rich.console import Console
 from rich.table import Table
 
+from openenv_train.agents.capture_proxy import CaptureProxy
 from openenv_train.client import GenericEnvClient
-from openenv_train.harness.capture_proxy import CaptureProxy
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import start_local_servers
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from ..runtime.health import probe
 from .dockerfile import check as check_dockerfile
 
 
@@ -67,16 +68,18 @@ def runtime_checks(base_url: str, max_probe: int = 5000) -> list[Check]:
     from websockets.sync.client import connect
 
     checks: list[Check] = []
+    status, health, why = probe(base_url, timeout=5)
+    if status is None:
+        return [Check("health", False, f"{base_url} does not answer: {why}")]
+    checks.append(Check("health", status == 200, f"HTTP {status}"))
     try:
-        health = httpx.get(base_url + "/health", timeout=5)
-        checks.append(Check("health", health.status_code == 200, f"HTTP {health.status_code}"))
         schema = httpx.get(base_url + "/schema", timeout=5).json()
         has = {"action", "observation"} <= set(schema)
         checks.append(
             Check("schema", has, "action and observation schemas" if has else str(schema)[:200])
         )
     except (httpx.HTTPError, ValueError) as e:
-        return checks + [Check("health", False, f"{base_url} does not answer: {e}")]
+        return checks + [Check("schema", False, f"{base_url}/schema does not answer: {e}")]
     try:
         with connect(_ws_url(base_url), open_timeout=10) as ws:
             reset = _exchange(ws, {"type": "reset", "data": {}})
@@ -96,7 +99,7 @@ def runtime_checks(base_url: str, max_probe: int = 5000) -> list[Check]:
             checks.append(Check("session survives a bad frame", again.get("type") == "observation"))
     except Exception as e:
         checks.append(Check("ws session", False, f"{type(e).__name__}: {e}"))
-    limit = int((health.json() or {}).get("max_sessions") or 0)
+    limit = int((health if isinstance(health, dict) else {}).get("max_sessions") or 0)
     if not limit or limit > max_probe:
         checks.append(
             Check("capacity", None, f"max_sessions={limit or '?'} above --max-probe {max_probe}")

@@ -1,6 +1,8 @@
 """Harness API: resource sessions, harness adapters (MCP white-box, CLI black-box), the runner.
 
-``openenv_train.training.make_harness_rollout_func`` turns a runner into TRL's ``rollout_func``.
+The trainer side drives each episode here. Agents that run inside the env and own their loop
+(RFC 005) are ``openenv_train.agents``. ``openenv_train.training.make_harness_rollout_func``
+turns a runner into TRL's ``rollout_func``.
 """
 
 from .adapters import (

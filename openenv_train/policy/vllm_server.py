@@ -15,9 +15,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from ..runtime.health import wait_healthy
 
 #: The CPU worker whose weights ``ReloadWeightTransfer`` can replace (see ``vllm_cpu_worker``).
 _RELOADABLE_CPU_WORKER = "openenv_train.policy.vllm_cpu_worker.WeightSyncCPUWorker"
@@ -100,30 +101,26 @@ class VLLMServer:
 
     def start(self) -> None:
         """Start the process and block until ``/health`` answers 200."""
-        import httpx
-
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
+            process = subprocess.Popen(
                 self.cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
             )
-        deadline = time.monotonic() + self.startup_timeout_s
+        self.process = process
+
+        def fail(why: str) -> None:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"vLLM server exited with {process.returncode}:\n{self.log_tail()}"
+                )
+            raise TimeoutError(
+                f"vLLM server not healthy within {self.startup_timeout_s:.0f} s "
+                f"(startup_timeout_s):\n{self.log_tail()}"
+            )
+
         try:
-            while True:
-                if self.process.poll() is not None:
-                    raise RuntimeError(
-                        f"vLLM server exited with {self.process.returncode}:\n{self.log_tail()}"
-                    )
-                try:
-                    if httpx.get(self.base_url + "/health", timeout=2).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"vLLM server not healthy within {self.startup_timeout_s:.0f} s "
-                        f"(startup_timeout_s):\n{self.log_tail()}"
-                    )
-                time.sleep(1)
+            wait_healthy(
+                self.base_url, self.startup_timeout_s, lambda: process.poll() is not None, fail
+            )
         except BaseException:
             self.stop()
             raise

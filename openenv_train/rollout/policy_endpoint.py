@@ -4,7 +4,8 @@ Rollout workers on other processes or nodes reach the trainer's policy on the dr
 with ``OpenAICompatiblePolicy``: the same request/reply subset vLLM speaks (``prompt`` as id
 lists, ``logprobs``, ``return_token_ids``, ``stop_token_ids``). Requests from all workers go
 through one ``GenerationBatcher``, so prompts from different workers that arrive together share a
-model call. It binds 127.0.0.1 by default; anything else needs ``token`` (clients send it as
+model call. Requests are the one OpenAI model (``openai_wire``) the agents' capture proxy also
+speaks; refusals come in OpenAI's error shape. It binds 127.0.0.1 by default; anything else needs ``token`` (clients send it as
 ``Authorization: Bearer``).
 """
 
@@ -12,32 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import socket
 import threading
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
-from pydantic import BaseModel, Field
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
-from ..policy.base import Policy, SamplingSettings
+from ..policy.base import Policy
 from .batcher import GenerationBatcher
-
-MAX_PROMPTS = 4096  # per request
-
-
-class CompletionRequest(BaseModel):
-    model: str
-    prompt: list[list[int]] = Field(max_length=MAX_PROMPTS)
-    max_tokens: int = Field(16, ge=1)
-    temperature: float = Field(1.0, ge=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    top_k: int = Field(0, ge=0)
-    n: int = Field(1, ge=1, le=1)
-    logprobs: int | None = None
-    return_token_ids: bool = False
-    echo: bool = False
-    stop_token_ids: list[int] = Field(default_factory=list)
-    seed: int | None = None
+from .openai_wire import CompletionRequest, OpenAIRequestError, parse_request
 
 
 def _completions_app(
@@ -51,30 +37,44 @@ def _completions_app(
         return {"status": "ok"}
 
     @app.post("/v1/completions")
-    async def completions(req: CompletionRequest, request: Request) -> dict[str, Any]:
+    async def completions(request: Request) -> JSONResponse:
+        try:
+            return JSONResponse(await complete(request))
+        except OpenAIRequestError as exc:
+            return JSONResponse(exc.body(), status_code=exc.status)
+
+    async def complete(request: Request) -> dict[str, Any]:
         if token is not None:
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given, f"Bearer {token}"):
-                raise HTTPException(401, "missing or wrong bearer token")
+                raise OpenAIRequestError(
+                    "missing or wrong bearer token", status=401, kind="authentication_error"
+                )
+        try:
+            body = json.loads(await request.body())
+        except ValueError as exc:
+            raise OpenAIRequestError(f"the request body is not JSON: {exc}") from None
+        req: CompletionRequest = parse_request(CompletionRequest, body)
         if req.model != model:
-            raise HTTPException(
-                404, f"model {req.model!r} not found; this endpoint serves {model!r}"
+            raise OpenAIRequestError(
+                f"model {req.model!r} not found; this endpoint serves {model!r}",
+                param="model",
+                status=404,
+                kind="not_found_error",
             )
+        prompts = req.token_prompts()
         batcher = state.get("batcher")
         if batcher is None:  # bound to this server's event loop
             batcher = state["batcher"] = GenerationBatcher(policy, **batcher_kwargs)
-        sampling = SamplingSettings(
-            max_new_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
-            top_k=req.top_k, stop_token_ids=tuple(req.stop_token_ids), seed=req.seed,
-        )  # fmt: skip
-        for _ in req.prompt:
+        sampling = req.sampling()
+        for _ in prompts:
             batcher.register()
         try:
-            gens = await asyncio.gather(*(batcher.generate(p, sampling) for p in req.prompt))
+            gens = await asyncio.gather(*(batcher.generate(p, sampling) for p in prompts))
         except ValueError as exc:
-            raise HTTPException(400, str(exc)) from exc
+            raise OpenAIRequestError(str(exc), param="prompt") from exc
         finally:
-            for _ in req.prompt:
+            for _ in prompts:
                 batcher.unregister()
         choices = [
             {

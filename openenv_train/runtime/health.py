@@ -1,5 +1,6 @@
-"""What every provider shares: ``GET /health`` probing (also used by the pool) and the
-start / context-manager lifecycle (``Provider``)."""
+"""The one ``GET /health`` probe (env servers, containers, Ray fleets, the pool, the CLI's
+validate, the vLLM server, the policy endpoint) and the start / context-manager lifecycle every
+provider shares (``Provider``)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,39 @@ import json
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 
-def probe(base_url: str, timeout: float = 2.0) -> tuple[int | None, Any, str]:
-    """(HTTP status or None, the JSON body or None, what went wrong in words)."""
-    host, port = base_url.rsplit("/", 1)[1].rsplit(":", 1)
+def probe(
+    base_url: str, timeout: float = 2.0, token: str | None = None
+) -> tuple[int | None, Any, str]:
+    """``GET {base_url}/health`` once: (HTTP status or None, the JSON body or None, what happened
+    in words). ``token`` is sent as ``Authorization: Bearer`` (servers beyond loopback)."""
+    parts = urlsplit(base_url)
+    https = parts.scheme == "https"
+    connection = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
+        port = parts.port or (443 if https else 80)
+        conn = connection(parts.hostname or "", port, timeout=timeout)
         try:
-            conn.request("GET", "/health")
+            conn.request("GET", parts.path.rstrip("/") + "/health", headers=headers)
             resp = conn.getresponse()
             raw = resp.read()
         finally:
             conn.close()
-    except OSError as e:
+    except (OSError, ValueError, http.client.HTTPException) as e:
         return None, None, f"GET /health failed: {e}"
     try:
         body = json.loads(raw or b"null")
     except ValueError:
         body = None
     return resp.status, body, f"GET /health answered HTTP {resp.status}"
+
+
+def healthy(base_url: str, timeout: float = 2.0, token: str | None = None) -> bool:
+    """``GET /health`` answers 200 within ``timeout`` seconds."""
+    return probe(base_url, timeout, token)[0] == 200
 
 
 def health(base_url: str, timeout: float = 2.0) -> dict[str, Any] | None:
@@ -42,15 +56,17 @@ def wait_healthy(
     exited: Callable[[], bool],
     fail: Callable[[str], Any],
     check_every: float = 0.0,
+    probe_timeout: float = 2.0,
 ) -> None:
-    """Poll until ``/health`` answers 200; ``fail(why)`` (which raises) on exit or timeout.
+    """Poll until ``/health`` answers 200; ``fail(why)`` (which raises, naming the fix) when
+    ``exited()`` or after ``timeout`` seconds.
 
     ``exited()`` is asked at most every ``check_every`` seconds (it may cost an engine request).
     """
     deadline = time.monotonic() + timeout
     delay, checked = 0.02, float("-inf")
     while True:
-        status, _, last = probe(base_url)
+        status, _, last = probe(base_url, probe_timeout)
         if status == 200:
             return
         now = time.monotonic()

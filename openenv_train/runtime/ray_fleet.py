@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import http.client
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.errors import ServerStartError
+from .health import healthy
 from .local import LocalProcessProvider, _check_app
 from .ray_cluster import RayConnection, import_ray
 
@@ -119,23 +119,6 @@ def _token_for(host: str, token: str | None) -> str | None:
             "bind_host='127.0.0.1' (clients on the same machine or node)"
         )
     return token
-
-
-def http_healthy(base_url: str, timeout: float, token: str | None = None) -> bool:
-    """``GET /health`` answers 200 within ``timeout`` seconds."""
-    parts = urlsplit(base_url)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        conn = http.client.HTTPConnection(parts.hostname or "", parts.port or 80, timeout=timeout)
-        try:
-            conn.request("GET", "/health", headers=headers)
-            resp = conn.getresponse()
-            resp.read()
-            return resp.status == 200
-        finally:
-            conn.close()
-    except OSError:
-        return False
 
 
 class RayServerGroup:
@@ -273,7 +256,7 @@ class RayServerGroup:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(self.servers), 32)) as pool:
             ok = list(
                 pool.map(
-                    lambda s: http_healthy(s.base_url, self.health_timeout, self.token),
+                    lambda s: healthy(s.base_url, self.health_timeout, self.token),
                     self.servers,
                 )
             )

@@ -8,6 +8,7 @@ servers) and ``model``.
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
 
+from .agent_rollout import make_agent_rollout_func
 from .callbacks import (
     JsonlMetricsCallback,
     LogProgressCallback,
@@ -36,6 +37,7 @@ __all__ = [
     "format_reward",
     "format_warmup",
     "list_server_tools",
+    "make_agent_rollout_func",
     "make_environment_class",
     "release_callback",
     "make_format_reward",

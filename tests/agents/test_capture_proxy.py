@@ -9,8 +9,8 @@ import openai
 import pytest
 from chatml import chatml_tokenizer
 
-from openenv_train.harness.capture import TraceError
-from openenv_train.harness.capture_proxy import CaptureProxy
+from openenv_train.agents.capture import TraceError
+from openenv_train.agents.capture_proxy import CaptureProxy
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.rollout.records import validate_rollout_output
 

@@ -7,8 +7,7 @@ import sys
 import psutil
 import pytest
 
-from openenv_train.core.errors import InfrastructureError
-from openenv_train.harness.agentic import (
+from openenv_train.agents.agentic import (
     HarnessConfig,
     HarnessCrashedError,
     HarnessEventType,
@@ -17,6 +16,7 @@ from openenv_train.harness.agentic import (
     HarnessTurnTimeoutError,
     ProcessHarnessAdapter,
 )
+from openenv_train.core.errors import InfrastructureError
 
 pytestmark = pytest.mark.timeout(60)
 

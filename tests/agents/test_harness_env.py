@@ -13,12 +13,12 @@ from mcp.client.streamable_http import streamable_http_client
 from notes_env import HarnessAction, NotesClient, NotesEnv, notes_task, scripted_answer
 from server_helpers import wait_until
 
+from openenv_train.agents.agentic import HarnessCrashedError, HarnessNotRunningError
+from openenv_train.agents.capture_proxy import CaptureProxy
+from openenv_train.agents.harness_env import resolve_tool_conflicts
+from openenv_train.agents.tool_bridge import ToolBridge
 from openenv_train.core.errors import EnvServerError
 from openenv_train.core.mcp import Tool
-from openenv_train.harness.agentic import HarnessCrashedError, HarnessNotRunningError
-from openenv_train.harness.capture_proxy import CaptureProxy
-from openenv_train.harness.harness_env import resolve_tool_conflicts
-from openenv_train.harness.tool_bridge import ToolBridge
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import LocalProcessProvider
 
@@ -125,7 +125,7 @@ async def test_in_process_env_errors_conflicts_and_bridge():
 async def test_crash_in_process_raises_and_frees_the_process():
     import sys
 
-    from openenv_train.harness.agentic import HarnessConfig, ProcessHarnessAdapter
+    from openenv_train.agents.agentic import HarnessConfig, ProcessHarnessAdapter
 
     env = NotesEnv()
     script = "import json,sys; print(json.dumps({'type':'ready'}),flush=True); sys.stdin.readline(); sys.exit(5)"

@@ -7,7 +7,8 @@ from blackjack_env import BlackjackEnv
 from ray_helpers import APP, node_id_with, wait_gone
 
 from openenv_train.core.errors import ServerStartError
-from openenv_train.runtime.ray_fleet import RayServerGroup, http_healthy, start_ray_servers
+from openenv_train.runtime.health import healthy
+from openenv_train.runtime.ray_fleet import RayServerGroup, start_ray_servers
 
 pytestmark = pytest.mark.ray
 
@@ -36,7 +37,7 @@ def test_pinned_by_node_id_and_by_custom_resource(cluster, no_leaks):
         assert fleet.node_ids == [node_b, node_b]
     with RayServerGroup(APP, cpus_per_server=0.1, resources={"node_a": 1}).start(2) as fleet:
         assert fleet.node_ids == [node_id_with("node_a")] * 2
-        assert all(http_healthy(u, 2.0) for u in fleet.base_urls)
+        assert all(healthy(u, 2.0) for u in fleet.base_urls)
 
 
 def test_dead_server_detected_and_replaced(cluster, no_leaks):
@@ -65,7 +66,7 @@ def test_fleet_scales_up_and_down(cluster, no_leaks):
         fleet.scale(1)
         assert len(fleet) == 1
         assert not wait_gone([s.pid for s in gone]), "scale-down left server processes"
-        assert not any(http_healthy(s.base_url, 0.5) for s in gone)
+        assert not any(healthy(s.base_url, 0.5) for s in gone)
         play_reset(fleet.base_urls[0])
         with pytest.raises(ValueError, match="at least one server"):
             fleet.scale(0)

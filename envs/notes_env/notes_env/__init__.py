@@ -1,6 +1,6 @@
 """Notes env: ``from notes_env import NotesEnv, HarnessAction``."""
 
-from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
+from openenv_train.agents.harness_env import HarnessAction, HarnessObservation
 
 from .client import NotesClient
 from .server.environment import NotesEnv, notes_task

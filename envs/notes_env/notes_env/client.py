@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from openenv_train import EnvClient, State
-from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
+from openenv_train.agents.harness_env import HarnessAction, HarnessObservation
 
 
 class NotesClient(EnvClient[HarnessAction, HarnessObservation, State]):

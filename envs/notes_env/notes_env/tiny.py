@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openenv_train.harness.react_agent import SYSTEM
+from openenv_train.agents.react_agent import SYSTEM
 
 from .server.environment import NotesEnv, notes_task
 from .solver import scripted_answer

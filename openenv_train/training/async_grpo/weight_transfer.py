@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import InfrastructureError
+from ...runtime.health import wait_healthy
 
 #: ``--worker-cls`` of a server that ``ReloadWeightTransfer`` can update.
 RELOADABLE_WORKER = "openenv_train.policy.vllm_cpu_worker.WeightSyncCPUWorker"
@@ -147,21 +148,13 @@ class ReloadWeightTransfer:
     # -- helpers --------------------------------------------------------------------------------
 
     def _wait_healthy(self) -> None:
-        import httpx
+        def fail(why: str) -> None:
+            raise WeightSyncError(
+                f"no vLLM server answered {self.base_url}/health within {self.server_timeout_s:.0f} s "
+                "(server_timeout_s); start it first (VLLMServer(model_dir, reloadable=True))"
+            )
 
-        deadline = time.monotonic() + self.server_timeout_s
-        while True:
-            try:
-                if self._http.get("/health", timeout=5).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise WeightSyncError(
-                    f"no vLLM server answered {self.base_url}/health within {self.server_timeout_s:.0f} s "
-                    "(server_timeout_s); start it first (VLLMServer(model_dir, reloadable=True))"
-                )
-            time.sleep(1)
+        wait_healthy(self.base_url, self.server_timeout_s, lambda: False, fail, probe_timeout=5)
 
     def _request(self, method: str, path: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
         import httpx

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from openenv_train import State, create_app
-from openenv_train.harness.harness_env import HarnessAction, HarnessObservation
+from openenv_train.agents.harness_env import HarnessAction, HarnessObservation
 
 from .environment import NotesEnv
 

@@ -7,13 +7,13 @@ import random
 from dataclasses import dataclass
 
 from openenv_train import tool
-from openenv_train.harness.agentic import (
+from openenv_train.agents.agentic import (
     HarnessConfig,
     HarnessResponse,
     ProcessHarnessAdapter,
     python_command,
 )
-from openenv_train.harness.harness_env import HarnessAction, HarnessEnvironment
+from openenv_train.agents.harness_env import HarnessAction, HarnessEnvironment
 
 ITEMS = ("apples", "pears", "plums", "figs", "limes")
 
@@ -53,7 +53,7 @@ def react_adapter() -> ProcessHarnessAdapter:
     """The reference ReAct agent as this env's harness (settings from ``NOTES_*`` variables)."""
     config = HarnessConfig(
         name="react",
-        command=python_command("openenv_train.harness.react_agent"),
+        command=python_command("openenv_train.agents.react_agent"),
         env_vars={
             "REACT_MAX_STEPS": os.environ.get("NOTES_MAX_STEPS", "6"),
             "REACT_MAX_TOKENS": os.environ.get("NOTES_MAX_TOKENS", "128"),

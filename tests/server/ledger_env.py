@@ -1,4 +1,4 @@
-"""Small tool envs for the agents tests (uniquely named module, importable by name)."""
+"""A small tool env for the MCP transport tests (uniquely named module, importable by name)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The OpenAI wire format the capture proxy speaks: request checks, responses, stream chunks.
+"""The capture proxy's side of the OpenAI wire format: messages, responses, stream chunks.
 
 Only what an agent harness needs: ``/v1/chat/completions`` (messages, function tools, streaming,
-logprobs) and ``/v1/completions`` (a text prompt). A bad request gets OpenAI's error shape
-(``{"error": {"message", "type", "param", "code"}}``) naming the field and the fix.
+logprobs) and ``/v1/completions`` (a text prompt). The request model and the error shape are the
+one shared with the policy endpoint (``rollout.openai_wire``).
 """
 
 from __future__ import annotations
@@ -10,78 +10,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from .adapters import parse_tool_calls
-
-ROLES = ("system", "developer", "user", "assistant", "tool")
-
-
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-    name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-
-
-class _Sampling(BaseModel):
-    model_config = ConfigDict(extra="allow")  # other OpenAI knobs are accepted and ignored
-
-    model: str = "policy"
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    n: int = Field(default=1, ge=1, le=1, description="one choice per call")
-    stream: bool = False
-    stream_options: dict[str, Any] | None = None
-
-
-class ChatRequest(_Sampling):
-    messages: list[ChatMessage] = Field(min_length=1)
-    tools: list[dict[str, Any]] | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    logprobs: bool = False
-
-
-class CompletionRequest(_Sampling):
-    prompt: str | list[str]
-    max_tokens: int | None = Field(default=16, ge=1)
-    logprobs: int | None = Field(default=None, ge=0, le=5)
-
-
-class OpenAIRequestError(Exception):
-    """A request the proxy refuses: ``status``, ``param`` and an OpenAI ``type``."""
-
-    def __init__(
-        self, message: str, *, param: str | None = None, status: int = 400, kind: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
-        self.kind = kind or ("invalid_request_error" if status < 500 else "server_error")
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "error": {"message": self.message, "type": self.kind, "param": self.param, "code": None}
-        }
-
-
-def parse_request(model: type[BaseModel], body: Any) -> Any:
-    """Validate a JSON body; the first error becomes an :class:`OpenAIRequestError`."""
-    if not isinstance(body, dict):
-        raise OpenAIRequestError("the request body must be a JSON object")
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        param = ".".join(str(p) for p in err["loc"]) or None
-        raise OpenAIRequestError(f"{param}: {err['msg']}", param=param) from None
+from ..harness.adapters import parse_tool_calls
+from ..rollout.openai_wire import ChatMessage, ChatRequest, CompletionRequest
 
 
 def text_of(content: Any) -> str:

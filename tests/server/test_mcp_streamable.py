@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import websockets
-from agent_envs import Ledger
+from ledger_env import Ledger
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError

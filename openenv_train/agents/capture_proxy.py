@@ -2,7 +2,7 @@
 
 Every call goes to our batched policy through one ``GenerationBatcher``, so N harnesses running at
 once share each ``generate``; every call is recorded token-exactly in its episode's
-:class:`~openenv_train.harness.capture.CaptureTrace`. Each episode has its own base URL,
+:class:`~openenv_train.agents.capture.CaptureTrace`. Each episode has its own base URL,
 ``{proxy}/e/{episode_id}/v1``: give it to the harness as ``OPENAI_BASE_URL``. The server runs on
 the caller's event loop (the policy and batcher live there), bound to loopback.
 """
@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,23 +21,20 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..policy.base import Policy, SamplingSettings
 from ..rollout.batcher import GenerationBatcher
+from ..rollout.openai_wire import ChatRequest, CompletionRequest, OpenAIRequestError, parse_request
 from ..rollout.tokens import TokenCodec
 from .capture import CaptureTrace
 from .loop_server import LoopServer
 from .openai_format import (
-    ChatRequest,
-    CompletionRequest,
-    OpenAIRequestError,
     assistant_message,
     chat_response,
     completion_response,
     message_key,
-    parse_request,
     plain_message,
     stream_chunks,
 )
 
-log = logging.getLogger("openenv_train.harness.proxy")
+log = logging.getLogger("openenv_train.agents.proxy")
 
 
 @dataclass
@@ -181,12 +178,10 @@ class CaptureProxy:
             return StreamingResponse(iter(chunks), media_type="text/event-stream")
         return JSONResponse(response)
 
-    def _sampling(self, req: Any, max_tokens: int | None) -> SamplingSettings:
-        return SamplingSettings(
-            max_new_tokens=min(max_tokens or self.max_new_tokens, self.max_new_tokens),
-            temperature=self.temperature if req.temperature is None else req.temperature,
-            top_p=1.0 if req.top_p is None else req.top_p,
-        )
+    def _sampling(self, req: ChatRequest | CompletionRequest) -> SamplingSettings:
+        # a per-request seed is ignored: every agent's own seed would split the shared batch
+        sampling = req.sampling(limit=self.max_new_tokens, temperature=self.temperature)
+        return replace(sampling, seed=None)
 
     async def _generate(self, prompt_ids: list[int], sampling: SamplingSettings) -> Any:
         if len(prompt_ids) > self.max_prompt_tokens:
@@ -222,9 +217,7 @@ class CaptureProxy:
                     *messages,
                 ]
             prompt_ids = self.codec.prompt_ids(messages, tools=req.tools)
-        gen = await self._generate(
-            prompt_ids, self._sampling(req, req.max_completion_tokens or req.max_tokens)
-        )
+        gen = await self._generate(prompt_ids, self._sampling(req))
         message, has_calls = assistant_message(
             gen.text, f"call_{ep.episode_id}_{len(ep.trace.calls)}"
         )
@@ -247,18 +240,14 @@ class CaptureProxy:
 
     async def _complete(self, ep: ProxyEpisode, body: Any) -> tuple[dict[str, Any], bool, bool]:
         req: CompletionRequest = parse_request(CompletionRequest, body)
-        if isinstance(req.prompt, list):
-            if len(req.prompt) != 1:
-                raise OpenAIRequestError("prompt: send one prompt per call", param="prompt")
-            req.prompt = req.prompt[0]
-        prompt = str(req.prompt)
+        prompt = req.text_prompt()
         env_ids = None
         if ep.prev_text is not None and prompt.startswith(ep.prev_text):
             env_ids = self.codec.encode_text(prompt[len(ep.prev_text) :])
             prompt_ids = list(ep.trace.context or []) + env_ids
         else:
             prompt_ids = self.codec.encode_text(prompt)
-        gen = await self._generate(prompt_ids, self._sampling(req, req.max_tokens))
+        gen = await self._generate(prompt_ids, self._sampling(req))
         finish = "length" if gen.finish_reason == "length" else "stop"
         request = {"prompt_chars": len(prompt)}
         _record(ep, "completions", prompt_ids, gen, finish, env_ids, request, {"text": gen.text})

@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 import pytest
-from agent_envs import Ledger
+from ledger_env import Ledger
 from server_helpers import wait_until
 from transport_recorder import TransportRecorder
 

@@ -3,7 +3,7 @@
 It is an ordinary agent, with no training code in it: the ``openai`` client library for its
 model (``OPENAI_BASE_URL``, e.g. a capture proxy episode) and the official ``mcp`` SDK client for
 the env's tools (``OPENENV_MCP_URL``). It speaks the JSON-lines protocol of
-``ProcessHarnessAdapter`` on stdin/stdout. Run: ``python -m openenv_train.harness.react_agent``.
+``ProcessHarnessAdapter`` on stdin/stdout. Run: ``python -m openenv_train.agents.react_agent``.
 Settings (environment): ``REACT_MAX_STEPS`` (model calls per turn, default 6),
 ``REACT_MAX_TOKENS`` (per call, default 128), ``REACT_SYSTEM`` (system prompt).
 """
