@@ -4,32 +4,24 @@
   ``RolloutEngine`` (env servers) or ``HarnessRunner`` (harness sessions) against the vLLM server;
 - :class:`ReloadWeightTransfer` / :func:`weight_transfer_for`: its weight sync without NCCL (CPU);
   TRL's NCCL client stays the choice on CUDA machines;
-- :func:`enable_cpu_async_grpo`: the two CUDA-only spots of the trainer, made to run on a CPU;
-- :func:`load_config` / :func:`run`: a whole run from a YAML config
-  (``python -m openenv_train.training.async_grpo CONFIG``).
+- :func:`enable_cpu_async_grpo`: the two CUDA-only spots of the trainer, made to run on a CPU.
 
+Library pieces only: the run itself (config, servers, trainer, run folder) is the
+``async_grpo_blackjack`` recipe (``openenv-train train configs/grpo_blackjack_async_vllm.yaml``).
 Importing this package needs the ``train`` extra (trl); running it needs a vLLM server.
 """
 
-from .config import AsyncRunConfig, ConfigError, cpu_config, load_config
 from .cpu import enable_cpu_async_grpo, varlen_attention
-from .run import AsyncRunResult, run
 from .weight_transfer import ReloadWeightTransfer, WeightSyncError, weight_transfer_for
 from .worker import EngineRolloutWorker, env_rollout_worker, rollout_config_for, samples_from_group
 
 __all__ = [
-    "AsyncRunConfig",
-    "AsyncRunResult",
-    "ConfigError",
     "EngineRolloutWorker",
     "ReloadWeightTransfer",
     "WeightSyncError",
-    "cpu_config",
     "enable_cpu_async_grpo",
     "env_rollout_worker",
-    "load_config",
     "rollout_config_for",
-    "run",
     "samples_from_group",
     "varlen_attention",
     "weight_transfer_for",

@@ -3,19 +3,19 @@
 Unknown keys are rejected; ``rollout`` keys are ``RolloutConfig`` fields and ``trainer`` keys are
 ``AsyncGRPOConfig`` fields, both checked by name at load time, so a typo fails before any server
 starts and the error names the key (``trainer.max_stalenes``) and the fix.
-``configs/grpo_blackjack_async_vllm.yaml`` is the GPU setting.
+``configs/grpo_blackjack_async_vllm.yaml`` is the GPU setting (``recipe: async_grpo_blackjack``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ...rollout.episode import RolloutConfig
+from openenv_train.rollout.episode import RolloutConfig
 
 #: Trainer keys the runner sets itself (from ``output_dir``/``name`` and the vLLM section).
 RUNNER_SETS = {"output_dir": "output_dir and name", "vllm_server_base_url": "vllm.base_url"}
@@ -63,6 +63,8 @@ class WorkerSection(_Strict):
 
 
 class AsyncRunConfig(_Strict):
+    #: the recipe that runs this config
+    recipe: Literal["async_grpo_blackjack"] = "async_grpo_blackjack"
     name: str
     output_dir: str = "runs"
     seed: int = 0
@@ -75,6 +77,8 @@ class AsyncRunConfig(_Strict):
     worker: WorkerSection = Field(default_factory=WorkerSection)
     rollout: dict[str, Any] = Field(default_factory=dict)
     trainer: dict[str, Any] = Field(default_factory=dict)
+    #: continue ``output_dir/name`` from its last trainer checkpoint (``openenv-train train --resume``)
+    resume: bool = False
 
     @field_validator("rollout")
     @classmethod
