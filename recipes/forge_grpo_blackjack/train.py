@@ -120,9 +120,11 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
                 if cfg.resume
                 else prepare_model(cfg, folder.path, metrics.write)
             )
-            model, tokenizer = load_tiny_model(model_dir)
-            evals = ForgeEvals(cfg, model, tokenizer, metrics, folder.path)
-            evals.restore(folder.metrics_rows()) if cfg.resume else evals.run_before()
+            evals = ForgeEvals(cfg, *load_tiny_model(model_dir), metrics, folder.path)
+            if cfg.resume:
+                evals.restore(folder.metrics_rows())
+            else:
+                evals.run_before()
             servers, urls = start_servers(cfg)
             progress = Progress(cfg) if cfg.progress else None
             hooks = loop_hooks(cfg, evals, progress, stop)
