@@ -87,7 +87,7 @@ def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
     if not any((folder / "trainer").glob("checkpoint-*")):
         raise CLIError(
             f"--resume: {folder} has no checkpoint to continue from ({folder}/trainer/checkpoint-N "
-            "is written at every periodic eval); train without --resume to start the run"
+            "is written at periodic evals and on Ctrl-C); train without --resume to start the run"
         )
     cfg.resume = True  # type: ignore[attr-defined]
 
