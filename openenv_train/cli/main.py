@@ -9,6 +9,7 @@
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
+    openenv-train recipes                      the registered recipes, one line each
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
 
@@ -28,7 +29,7 @@ import yaml
 from .. import __version__
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
-from .recipes import RecipeError, available_recipes, get_recipe
+from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 
 
 class CLIError(Exception):
@@ -60,9 +61,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             cfg.grpo.max_steps = args.max_steps
         elif hasattr(cfg, "steps"):  # forge-style recipes name it `steps`, as forge's configs do
             cfg.steps = args.max_steps
+        elif isinstance(getattr(cfg, "trainer", None), dict):  # trainer: keys are TRL's own
+            cfg.trainer["max_steps"] = args.max_steps
         else:
             raise CLIError(
-                f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps or steps setting"
+                f"--max-steps: recipe {recipe.name!r} has no grpo.max_steps, steps or "
+                "trainer.max_steps setting"
             )
     if args.name is not None:
         cfg.name = args.name
@@ -83,7 +87,7 @@ def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
     if not any((folder / "trainer").glob("checkpoint-*")):
         raise CLIError(
             f"--resume: {folder} has no checkpoint to continue from ({folder}/trainer/checkpoint-N "
-            "is written at every periodic eval); train without --resume to start the run"
+            "is written at periodic evals and on Ctrl-C); train without --resume to start the run"
         )
     cfg.resume = True  # type: ignore[attr-defined]
 
@@ -107,6 +111,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
     recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
+    return 0
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    for line in recipe_lines():
+        print(line)
     return 0
 
 
@@ -184,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="rewrite the marked tables of this README in place instead of printing one",
     )
     p.set_defaults(func=cmd_config_keys)
+    p = sub.add_parser(
+        "recipes", help="the registered recipes, one line each (openenv-train train)"
+    )
+    p.set_defaults(func=cmd_recipes)
     register_curve(sub)
     return parser
 

@@ -78,6 +78,15 @@ class Recipe:
         return self._function("train", "run")(cfg)
 
     @property
+    def summary(self) -> str:
+        """The first line of the recipe package's docstring (``openenv-train recipes``)."""
+        try:
+            doc = (importlib.import_module(self.package).__doc__ or "").strip()
+        except ImportError as err:  # one broken recipe must not hide the others
+            return f"(cannot import {self.package}: {err})"
+        return doc.splitlines()[0] if doc else f"({self.package} has no docstring)"
+
+    @property
     def can_evaluate(self) -> bool:
         try:
             self._function("evaluate", "evaluate_saved_model")
@@ -97,6 +106,13 @@ class Recipe:
 def available_recipes() -> dict[str, Recipe]:
     """Every registered recipe by name."""
     return {ep.name: Recipe(ep.name, ep.value) for ep in entry_points(group=GROUP)}
+
+
+def recipe_lines() -> list[str]:
+    """``name  summary`` of every registered recipe, sorted by name, names aligned."""
+    recipes = sorted(available_recipes().values(), key=lambda r: r.name)
+    width = max((len(r.name) for r in recipes), default=0)
+    return [f"{r.name:<{width}}  {r.summary}" for r in recipes]
 
 
 def get_recipe(name: str) -> Recipe:

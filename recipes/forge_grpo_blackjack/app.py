@@ -61,9 +61,12 @@ async def run_loop(
     *,
     on_step: Callable[[int, dict[str, Any], LoopState], Any],
     log: Callable[[str, int, dict[str, Any]], None],
+    state: LoopState | None = None,
+    stop_requested: Callable[[], bool] = lambda: False,
 ) -> LoopState:
-    """Train ``cfg.steps`` steps; ``on_step(step, train_metrics, state)`` after each weight push."""
-    state = LoopState()
+    """Train up to ``cfg.steps`` steps (from ``state.step`` on a resumed run); ``on_step(step,
+    train_metrics, state)`` after each weight push; ``stop_requested()`` ends it after a step."""
+    state = state or LoopState()
     sampled, added = asyncio.Event(), asyncio.Event()  # wake-ups instead of polling the buffer
     state.fetch_weights = lambda: actors.trainer.push_weights.call_one(state.step)
     stop = asyncio.Event()
@@ -89,7 +92,7 @@ async def run_loop(
                 log("rollout", state.step, {**metrics, "episodes": state.episodes})
 
     async def continuous_training() -> None:
-        while state.step < cfg.steps:
+        while state.step < cfg.steps and not stop_requested():
             added.clear()
             batch = await actors.replay_buffer.sample.call_one(curr_policy_version=state.step)
             sampled.set()

@@ -137,6 +137,8 @@ class ForgeRecipeConfig(config.RunConfig):
     off_by_n: int = Field(1, ge=0)
     #: train steps, each a weight push (openenv-train train --max-steps overrides)
     steps: int = Field(800, ge=1)
+    #: continue output_dir/name from its last checkpoint (``openenv-train train --resume``)
+    resume: bool = False
     model: ModelSection = Field(default_factory=ModelSection)
     env: EnvSection = Field(default_factory=EnvSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)

@@ -11,11 +11,12 @@ rollouts run in the controller, where forge's service handle is known to work.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from .app import Actors
-from .config import ForgeRecipeConfig
+from .config import ConfigError, ForgeRecipeConfig
 
 
 def _endpoints(obj: Any, *names: str) -> Any:
@@ -83,3 +84,40 @@ async def shutdown_forge() -> None:
     from forge.controller.provisioner import shutdown  # type: ignore[import-not-found]
 
     await shutdown()
+
+
+def run_forge(cfg: ForgeRecipeConfig, train: Any) -> dict[str, Any]:
+    """forge's own actors (GPUs; untested here): ``train`` (the recipe's actor-graph run) with
+    rollout rewards logged, no local evals. Ctrl-C / SIGTERM finish the step; forge's TitanTrainer
+    keeps its own checkpoints (``forge.trainer.checkpoint``), so there is no ``--resume`` here."""
+    from openenv_train.client.sync import run_blocking
+    from openenv_train.runtime import start_local_servers
+    from openenv_train.training import JsonlMetricsCallback
+    from openenv_train.training.lifecycle import GracefulStop, RunFolder
+    from openenv_train.training.run_files import end_run, write_summary
+
+    if cfg.resume:
+        raise ConfigError("--resume: backend: forge resumes through forge.trainer.checkpoint")
+    folder, stop = RunFolder(cfg.run_dir), GracefulStop()
+    folder.create(cfg.model_dump_json(indent=2))
+    metrics = JsonlMetricsCallback(folder.path / "metrics.jsonl")
+
+    async def on_step(step: int, m: dict[str, Any], state: Any) -> None:
+        metrics.write("train", step, {**m, "reward_mean": state.last_rollout.get("reward_mean")})
+
+    hooks = {
+        "on_step": on_step,
+        "log": metrics.write,
+        "stop": lambda: stop.requested,
+        "saves": False,
+    }
+    with stop.installed(), start_local_servers(cfg.env.app, cfg.env.num_servers) as servers:
+        stop.on_train_begin(None, None, None)
+        state, final = run_blocking(
+            train(cfg, Path(cfg.forge.model), servers.base_urls, hooks, folder.path)
+        )
+    summary = {"name": cfg.name, "backend": "forge", "steps": state.step,
+               "episodes": state.episodes, "buffer": final["buffer"], "interrupted": stop.requested}  # fmt: skip
+    write_summary(folder.path, summary)
+    end_run(folder.path, interrupted=stop.requested)
+    return summary

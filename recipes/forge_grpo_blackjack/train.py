@@ -1,34 +1,41 @@
 """GRPO BlackJack as a torchforge app: forge's actor graph and loop on Monarch, on a CPU.
 
-config -> tiny Llama + format warm-up (saved to ``runs/<name>/init_model``) -> greedy eval before
--> N local BlackJack servers -> Monarch actors on local processes (generator, rollout(s),
-trainer, replay buffer) -> forge's loop (``app.run_loop``) with periodic greedy evals -> final
-eval beside the baselines -> ``metrics.jsonl``, ``curve.png``, ``summary.json``, ``model/``.
-Every actor process and env server is stopped at the end, also on Ctrl-C.
+config -> tiny Llama + format warm-up (``runs/<name>/init_model``) -> greedy eval before -> N local
+BlackJack servers -> Monarch actors on local processes (generator, rollout(s), trainer, replay
+buffer) -> forge's loop (``app.run_loop``) with periodic greedy evals -> final eval beside the
+baselines -> ``metrics.jsonl``, ``curve.png``, ``summary.json``, ``model/``. Every actor process
+and env server is stopped at the end, also on Ctrl-C.
 
-Run: ``openenv-train train configs/forge_grpo_blackjack_cpu.yaml``.
+The run folder and lifecycle are the GRPO recipes': the first Ctrl-C / SIGTERM finishes the step,
+saves ``trainer/checkpoint-N`` (also at every periodic eval), ``model/`` (best periodic weights,
+or the last), the curve and ``summary.json`` marked interrupted, and exits 130; a second one stops
+at once. ``--resume`` restores the trainer actor's weights, AdamW, lr schedule, entropy control
+and step and the loop's counts (``openenv_train.training.forge.checkpoint``); the generator gets
+those weights; the replay buffer starts empty (it holds the last ``off_by_n`` versions only).
+Run: ``openenv-train train configs/forge_grpo_blackjack_cpu.yaml`` (``--resume`` to continue).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from openenv_train.client.sync import run_blocking
+from openenv_train.training.lifecycle import GracefulStop, RunFolder, signals_ignored
+from openenv_train.training.run_files import end_run, write_summary
 
 from .app import LoopState, run_loop, spawn_monarch
-from .config import ForgeRecipeConfig, load_config
-from .prep import Progress, console, prepare_model
+from .config import ForgeRecipeConfig
+from .prep import Progress, console, prepare_model, start_servers
 
 
 async def _train(
-    cfg: ForgeRecipeConfig, model_dir: Path, urls: list[str], hooks: dict[str, Any]
+    cfg: ForgeRecipeConfig, model_dir: Path, urls: list[str], hooks: dict[str, Any], run_dir: Path
 ) -> tuple[LoopState, dict[str, Any]]:
+    from openenv_train.training.forge.checkpoint import load_checkpoint, save_checkpoint
     from openenv_train.training.forge.mesh import ActorGraph
 
     async with ActorGraph() as graph:
@@ -44,13 +51,30 @@ async def _train(
         console.print(
             f"actor graph up in {time.perf_counter() - t0:.1f}s ({len(graph.meshes)} Monarch processes)"
         )
+        state, checkpoints = LoopState(), run_dir / "trainer"
+        if hooks.get("resume_from"):
+            state = LoopState(**await load_checkpoint(actors.trainer, hooks["resume_from"]))
+            await actors.push(state.step)  # the generator samples with the resumed weights
+            console.print(f"resumed from {hooks['resume_from']} at step {state.step}")
+
+        async def checkpoint(s: LoopState) -> None:
+            counts = {k: getattr(s, k) for k in ("episodes", "rollouts", "dropped_groups")}
+            await save_checkpoint(actors.trainer, checkpoints, s.step, counts)
+
+        async def on_step(step: int, m: dict[str, Any], s: LoopState) -> None:
+            await hooks["on_step"](step, m, s)
+            if hooks["saves"] and step % cfg.eval.every == 0 and step != cfg.steps:
+                await checkpoint(s)
+
         try:
-            state = await run_loop(cfg, actors, on_step=hooks["on_step"], log=hooks["log"])
-            final = (
-                None  # forge's trainer pushes to torchstore and keeps its checkpoints itself
-                if cfg.backend == "forge"
-                else await actors.trainer.push_weights.call_one(state.step)
-            )
+            start = state.step
+            state = await run_loop(
+                cfg, actors, on_step=on_step, log=hooks["log"], state=state, stop_requested=hooks["stop"]
+            )  # fmt: skip
+            if hooks["saves"] and hooks["stop"]():
+                await checkpoint(state)
+            # forge's trainer pushes to torchstore and keeps its checkpoints itself
+            final = None if cfg.backend == "forge" else await actors.trainer.push_weights.call_one(state.step)  # fmt: skip
             buffer_stats = await actors.replay_buffer.stats.call_one()
         finally:
             for r in actors.rollouts:  # close env sessions before the processes go
@@ -62,187 +86,115 @@ async def _train(
                 from .forge_backend import shutdown_forge
 
                 await shutdown_forge()
-    return state, {"weights": final, "buffer": buffer_stats}
+    return state, {"weights": final, "buffer": buffer_stats, "start_step": start}
 
 
 def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
     if cfg.backend == "forge":
-        return _run_forge(cfg)
+        from .forge_backend import run_forge
+
+        return run_forge(cfg, _train)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also in the actor processes
     import torch
     from transformers.utils import logging as hf_logging
 
     from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.policy.transformers_policy import TransformersPolicy
-    from openenv_train.runtime import start_local_servers
-    from openenv_train.training import JsonlMetricsCallback, plot_learning_curve
-    from recipes.grpo_blackjack.evaluate import baselines, evaluate_policy
-    from recipes.grpo_blackjack.evaluate import results_table as _table
+    from openenv_train.training import JsonlMetricsCallback
+
+    from .evals import ForgeEvals, loop_hooks
 
     hf_logging.disable_progress_bar()
     torch.set_num_threads(cfg.trainer.threads)
     torch.manual_seed(cfg.seed)
-    out = cfg.run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(cfg.model_dump_json(indent=2))
-    metrics = JsonlMetricsCallback(out / "metrics.jsonl")
-    t_start = time.perf_counter()
-    model_dir = prepare_model(cfg, out, metrics.write)
-    model, tokenizer = load_tiny_model(model_dir)
-    policy = TransformersPolicy(model, tokenizer, num_threads=cfg.trainer.threads)
-    ev, r = cfg.eval, cfg.rollout
-
-    def greedy(n: int, seed: int = ev.seed) -> dict[str, float]:
-        return evaluate_policy(
-            policy, n, seed, max_turns=r.max_turns, max_new_tokens=r.max_new_tokens
-        )
-
-    base = baselines(ev.hands, ev.seed)
-    val_seed = ev.seed + 10_000_000  # validation hands, apart from the final eval's
-    val_base = baselines(ev.periodic_hands, val_seed)
-    before = greedy(ev.hands)
-    metrics.write("eval_before", 0, before)
-    console.print(
-        _table(f"before training ({ev.hands} fresh hands, greedy)", {"model": before, **base})
-    )
-    curve: list[tuple[int, dict[str, float]]] = [(0, greedy(ev.periodic_hands, val_seed))]
-    best: dict[str, Any] = {}
-    progress = Progress(cfg) if cfg.progress else None
-
-    async def on_step(step: int, m: dict[str, Any], state: LoopState) -> None:
-        if step % 10 == 0 or step == cfg.steps:
-            metrics.write("train", step, {**m, "episodes": state.episodes})
-        if progress is not None:
-            progress.update(
-                step, reward=state.last_rollout.get("reward_mean", 0.0), entropy=m["entropy"]
+    folder = RunFolder(cfg.run_dir, resume=cfg.resume)
+    folder.check()
+    stop = GracefulStop()
+    servers = progress = None
+    with stop.installed():
+        try:
+            folder.create(cfg.model_dump_json(indent=2))
+            metrics = JsonlMetricsCallback(folder.path / "metrics.jsonl", append=cfg.resume)
+            model_dir = (
+                folder.path / "init_model"  # every actor loads it; the checkpoint overrides
+                if cfg.resume
+                else prepare_model(cfg, folder.path, metrics.write)
             )
-        if step % ev.every and step != cfg.steps:
-            return
-        model.load_state_dict(await state.fetch_weights())
-        e = greedy(ev.periodic_hands, val_seed)
-        e.update(episodes=state.episodes, wall_s=round(time.perf_counter() - t_start, 1))
-        curve.append((step, e))
-        metrics.write("eval", step, e)
-        if ev.keep_best and e["mean_return"] > best.get("score", float("-inf")):
-            best.update(
-                step=step,
-                score=e["mean_return"],
-                state={k: v.clone() for k, v in model.state_dict().items()},
-            )
-        if progress is not None:
-            progress.update(step, win=e["win"], ret=e["mean_return"])
+            evals = ForgeEvals(cfg, *load_tiny_model(model_dir), metrics, folder.path)
+            if cfg.resume:
+                evals.restore(folder.metrics_rows())
+            else:
+                evals.run_before()
+            servers, urls = start_servers(cfg)
+            progress = Progress(cfg) if cfg.progress else None
+            hooks = loop_hooks(cfg, evals, progress, stop)
+            hooks["resume_from"] = folder.last_checkpoint() if cfg.resume else None
+            folder.started = True
+            stop.on_train_begin(None, None, None)  # from now on Ctrl-C finishes the step
+            t0 = time.perf_counter()
+            state, final = run_blocking(_train(cfg, model_dir, urls, hooks, folder.path))
+            train_s = time.perf_counter() - t0
+        except BaseException:
+            folder.discard()  # a start that failed leaves no run folder (kept once training began)
+            raise
+        finally:
+            stop.on_train_end(None, None, None)
+            with signals_ignored():
+                if progress is not None:
+                    progress.stop()
+                if servers is not None:
+                    servers.stop()
+    summary = _finish(cfg, folder, evals, state, final, interrupted=stop.requested, train_s=train_s)
+    end_run(folder.path, interrupted=stop.requested, next_step=f"model: {folder.path / 'model'}")
+    return summary
+
+
+def _finish(
+    cfg: ForgeRecipeConfig,
+    folder: RunFolder,
+    evals: Any,
+    state: LoopState,
+    final: dict[str, Any],
+    *,
+    interrupted: bool,
+    train_s: float,
+) -> dict[str, Any]:
+    """Final evals (none after Ctrl-C), ``model/`` (the best periodic weights, or the last),
+    ``curve.png`` and ``summary.json``; Ctrl-C cannot cut these files in half."""
+    with signals_ignored():
+        model, tokenizer = evals.model, evals.tokenizer
+        model.load_state_dict(final["weights"])
+        if interrupted:  # keep the best weights (or the last), quickly
+            after = {
+                "saved_step": evals.best["step"] if evals.load_best(state.step) else state.step
+            }
         else:
-            console.print(
-                f"step {step}: greedy win {e['win']:.1%}, mean return {e['mean_return']:+.3f}"
-            )
-
-    servers: Any = None
-    urls = list(cfg.env.base_urls)
-    try:
-        if not urls:
-            servers = start_local_servers(
-                cfg.env.app, cfg.env.num_servers, startup_timeout=cfg.env.startup_timeout_s
-            )
-            urls = [s.base_url for s in servers]
-        t0 = time.perf_counter()
-        state, final = run_blocking(
-            _train(cfg, model_dir, urls, {"on_step": on_step, "log": metrics.write})
-        )
-        train_s = time.perf_counter() - t0
-    finally:
-        if progress is not None:
-            progress.stop()
-        if servers is not None:
-            servers.stop()
-    model.load_state_dict(final["weights"])
-    last = after = greedy(ev.hands)
-    rows = {"model before": before, f"model after (last, step {state.step})": last}
-    if best and best["step"] != state.step:
-        model.load_state_dict(best["state"])
-        after = greedy(ev.hands)
-        rows[f"model after (best periodic eval, step {best['step']}, saved)"] = after
-    metrics.write("eval_after", state.step, {**last, "which": "last"})
-    if after is not last:
-        metrics.write("eval_after", best["step"], {**after, "which": "best"})
-    run_blocking(policy.aclose())  # the eval policy's worker thread
+            after = evals.after(state.step)
+        run_blocking(evals.policy.aclose())  # the eval policy's worker thread
+        model.save_pretrained(folder.path / "model")
+        tokenizer.save_pretrained(folder.path / "model")
+        steps_here = max(1, state.step - final["start_step"])
+        summary = {
+            "name": cfg.name,
+            "backend": cfg.backend,
+            **evals.summary(evals.plot(folder.path / "curve.png")),
+            **after,
+            "steps": state.step,
+            "episodes": state.episodes,
+            "dropped_groups": state.dropped_groups,
+            "buffer": final["buffer"],
+            "train_seconds": round(train_s, 1),
+            "seconds_per_step": round(train_s / steps_here, 3),
+            "wall_seconds": round(time.perf_counter() - evals.started, 1),
+            "interrupted": interrupted,
+            "resumed": cfg.resume,
+            "checkpoint": folder.last_checkpoint(),
+            "model_dir": str(folder.path / "model"),
+            "metrics_jsonl": str(evals.metrics.path),
+        }
+        write_summary(folder.path, summary)
     console.print(
-        _table(f"after {state.step} steps ({ev.hands} fresh hands, greedy)", {**rows, **base})
-    )
-    model.save_pretrained(out / "model")
-    tokenizer.save_pretrained(out / "model")
-    png = plot_learning_curve(
-        curve,
-        out / "curve.png",
-        baselines={k: val_base[k] for k in ("always stand", "basic strategy")},
-        title=f"forge-style GRPO BlackJack on Monarch ({cfg.name}): greedy, {ev.periodic_hands:,} validation hands",
-    )
-    summary = {
-        "name": cfg.name,
-        "backend": cfg.backend,
-        "before": before,
-        "after": after,
-        "after_last": last,
-        "saved_step": best["step"] if after is not last else state.step,
-        "baselines": base,
-        "curve": [{"step": s, **m} for s, m in curve],
-        "validation_baselines": val_base,
-        "steps": state.step,
-        "episodes": state.episodes,
-        "dropped_groups": state.dropped_groups,
-        "buffer": final["buffer"],
-        "train_seconds": round(train_s, 1),
-        "seconds_per_step": round(train_s / max(1, state.step), 3),
-        "wall_seconds": round(time.perf_counter() - t_start, 1),
-        "model_dir": str(out / "model"),
-        "curve_png": str(png),
-        "metrics_jsonl": str(metrics.path),
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    console.print(
-        f"done in {summary['wall_seconds']}s ({state.step} steps, {summary['seconds_per_step']}s/step, "
-        f"{state.episodes:,} episodes); curve -> {png}, metrics -> {metrics.path}"
+        f"{state.step} steps ({summary['seconds_per_step']}s/step, {state.episodes:,} episodes) in "
+        f"{summary['wall_seconds']}s; curve -> {summary['curve_png']}, metrics -> {evals.metrics.path}"
     )
     return summary
-
-
-def _run_forge(cfg: ForgeRecipeConfig) -> dict[str, Any]:
-    """forge's own actors (GPUs; untested here): train, log rollout rewards, no local evals."""
-    from openenv_train.runtime import start_local_servers
-    from openenv_train.training import JsonlMetricsCallback
-
-    out = cfg.run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    metrics = JsonlMetricsCallback(out / "metrics.jsonl")
-
-    async def on_step(step: int, m: dict[str, Any], state: LoopState) -> None:
-        metrics.write("train", step, {**m, "reward_mean": state.last_rollout.get("reward_mean")})
-
-    hooks = {"on_step": on_step, "log": metrics.write}
-    with start_local_servers(cfg.env.app, cfg.env.num_servers) as servers:
-        state, final = run_blocking(_train(cfg, Path(cfg.forge.model), servers.base_urls, hooks))
-    summary = {
-        "name": cfg.name,
-        "backend": "forge",
-        "steps": state.step,
-        "episodes": state.episodes,
-    }
-    (out / "summary.json").write_text(json.dumps({**summary, "buffer": final["buffer"]}, indent=2))
-    return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        console.print("usage: python -m recipes.forge_grpo_blackjack.train CONFIG.yaml")
-        return 2
-    try:
-        run(load_config(args[0]))
-    except KeyboardInterrupt:
-        console.print("interrupted; every actor and env server was stopped")
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

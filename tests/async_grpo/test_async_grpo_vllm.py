@@ -172,11 +172,27 @@ def test_worker_rows_carry_version_and_sampling_logprobs(server, model_dir) -> N
         assert len({r.model_version for r in group}) == 1
 
 
-def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path) -> None:
-    """A whole run from a config (the runner of configs/grpo_blackjack_async_vllm.yaml) on CPU."""
-    from openenv_train.policy.tiny import load_tiny_model
-    from openenv_train.training.async_grpo import cpu_config, run
+def test_async_recipe_trains_saves_on_ctrl_c_and_resumes_on_cpu(
+    server, model_dir, tmp_path, monkeypatch
+) -> None:
+    """The async_grpo_blackjack recipe (the runner of configs/grpo_blackjack_async_vllm.yaml) on
+    CPU: a real SIGINT after step 1 finishes the step and saves a checkpoint, the model and the
+    summary; ``resume`` continues from the checkpoint to ``max_steps``."""
+    import json
+    import os
+    import signal
 
+    import recipes.async_grpo_blackjack.train as train
+    from openenv_train.policy.tiny import load_tiny_model
+    from recipes.async_grpo_blackjack.config import cpu_config
+
+    class CtrlCAfterStep1(train.GracefulStop):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == 1 and not self.requested:
+                os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C
+            super().on_step_end(args, state, control, **kw)
+
+    monkeypatch.setattr(train, "GracefulStop", CtrlCAfterStep1)
     cfg = cpu_config(
         model_dir,
         app="blackjack_env.server.app:app",
@@ -190,19 +206,31 @@ def test_async_grpo_trainer_trains_and_syncs_on_cpu(server, model_dir, tmp_path)
         num_generations=4,
         learning_rate=1e-2,
         max_staleness=2,
+        logging_steps=1,
         disable_tqdm=True,
     )
     assert cfg.trainer["use_cpu"] and cfg.torch_threads == 1
-    result = run(cfg)
-    trainer, worker, transfer = result.trainer, result.worker, result.weight_transfer
-    assert trainer.state.global_step == 3
-    assert trainer.model_version == 4 and transfer.syncs == 4  # the initial sync + one per step
-    assert transfer.handoff_dir is None and worker._loop is None  # destroyed and stopped
-    assert min(worker.versions) == 1 and worker.stats["rows"] >= 24
-    logged = [h for h in trainer.state.log_history if "sample/staleness_max" in h]
-    assert logged and all(h["sample/staleness_max"] <= 2 for h in logged)
+    run_dir = tmp_path / cfg.name
+    with pytest.raises(KeyboardInterrupt):
+        train.run(cfg)
+    first = json.loads((run_dir / "summary.json").read_text())
+    assert first["interrupted"] and first["steps"] == 1
+    assert first["checkpoint"] == str(run_dir / "trainer" / "checkpoint-1")
+    assert json.loads((run_dir / "config.json").read_text())["recipe"] == "async_grpo_blackjack"
+    assert (run_dir / "model" / "config.json").is_file()
+
+    cfg.resume = True
+    summary = train.run(cfg)
+    assert summary == json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 3 and not summary["interrupted"] and summary["resumed"]
+    # the initial sync of the resumed trainer + one per step; rows of every version trained
+    assert summary["model_version"] == 3 and summary["weight_syncs"] == 3
+    assert summary["row_versions"][0] == 1 and summary["rows"] >= 16
+    assert summary["groups_dropped"] == 0 and summary["staleness_max"] <= 2
+    logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert sorted({r["step"] for r in logged if "loss" in r}) == [1, 2, 3]  # appended on resume
     initial, tok = load_tiny_model(model_dir)
-    trained, _ = load_tiny_model(result.run_dir / "model")
+    trained, _ = load_tiny_model(run_dir / "model")
     start = dict(initial.named_parameters())
     assert any(not torch.equal(p, start[n]) for n, p in trained.named_parameters())
     _assert_serves(server, trained, tok)  # the server holds the trained weights

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("trl.experimental.async_grpo")
 
@@ -22,10 +23,12 @@ def _base() -> dict:
 
 
 def test_shipped_gpu_config_loads() -> None:
-    from recipes.async_grpo_blackjack.config import load_config
+    from openenv_train.cli.recipes import get_recipe
+    from recipes.async_grpo_blackjack.config import AsyncRunConfig
 
-    cfg = load_config(ROOT / "configs" / "grpo_blackjack_async_vllm.yaml")
-    assert cfg.recipe == "async_grpo_blackjack"
+    recipe = get_recipe("async_grpo_blackjack")
+    cfg = recipe.load_config(ROOT / "configs" / "grpo_blackjack_async_vllm.yaml")
+    assert recipe.config_class is AsyncRunConfig and cfg.recipe == "async_grpo_blackjack"
     assert cfg.model.hub and cfg.vllm.base_url == "http://127.0.0.1:8000"
     assert cfg.trainer["max_staleness"] == 2 and cfg.trainer["bf16"] is True
     assert cfg.env.spec == "blackjack_env.text_spec:BlackjackTextSpec"
@@ -38,7 +41,6 @@ def test_shipped_gpu_config_loads() -> None:
         ("trainer", {"max_stalenes": 2}, "trainer.max_stalenes: not an AsyncGRPOConfig field"),
         ("trainer", {"output_dir": "x"}, "trainer.output_dir: set by the runner"),
         ("trainer", {"vllm_server_base_url": "x"}, "use vllm.base_url"),
-        ("trainer", {"report_to": ["wandb"]}, "trainer.report_to: set by the runner"),
         ("trainer", {"max_steps": 0}, "trainer.max_steps: set it > 0"),
         ("rollout", {"max_turn": 3}, "rollout.max_turn: not a RolloutConfig field"),
         ("rollout", {"max_turns": 0}, "max_turns must be >= 1"),
@@ -53,3 +55,35 @@ def test_wrong_keys_fail_naming_them(section: str, change: dict, named: str) -> 
     raw.setdefault(section, {}).update(change)
     with pytest.raises(ConfigError, match=named.replace(".", r"\.").replace(">", ".")):
         load_config(raw)
+
+
+def test_cli_overrides_reach_the_async_recipe(monkeypatch, tmp_path) -> None:
+    """``openenv-train train`` runs the recipe; --max-steps sets trainer.max_steps; --resume
+    needs a checkpoint in the run folder's trainer/."""
+    import recipes.async_grpo_blackjack.train as train
+    from openenv_train.cli.main import main
+
+    seen = []
+    monkeypatch.setattr(train, "run", seen.append)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"recipe": "async_grpo_blackjack", **_base()}))
+    assert main(["train", str(config), "--max-steps", "5", "--name", "n"]) == 0
+    assert seen[0].trainer["max_steps"] == 5 and seen[0].name == "n" and not seen[0].resume
+    run_dir = tmp_path / "runs" / "r"
+    assert main(["train", str(config), "--resume", str(run_dir)]) == 2  # no checkpoint yet
+    (run_dir / "trainer" / "checkpoint-3").mkdir(parents=True)
+    assert main(["train", str(config), "--resume", str(run_dir)]) == 0
+    assert seen[1].resume and seen[1].output_dir == str(run_dir.parent) and seen[1].name == "r"
+
+
+def test_a_gpu_machine_needs_its_own_vllm_server(monkeypatch, tmp_path) -> None:
+    import torch
+
+    from recipes.async_grpo_blackjack.config import ConfigError, load_config
+    from recipes.async_grpo_blackjack.train import run
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    cfg = load_config({**_base(), "output_dir": str(tmp_path)})
+    with pytest.raises(ConfigError, match="vllm.base_url: on a GPU machine"):
+        run(cfg)
+    assert not (tmp_path / "t").exists()  # nothing started, no run folder

@@ -1,12 +1,14 @@
-"""Ctrl-C on ``openenv-train train`` of the forge recipe: quiet, prompt, and no process left.
+"""Ctrl-C on ``openenv-train train`` of the forge recipe: quiet, prompt, the work saved, no
+process left; ``--resume`` continues from the checkpoint it saved.
 
 Monarch's shutdown has printed SIGTERM backtraces for forge users; ours must not. The signal goes
 to the whole process group, as a terminal's Ctrl-C does (Monarch's processes and the env servers
-get it too).
+run in their own groups and are stopped by the app).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,8 +27,8 @@ from recipes.forge_grpo_blackjack.config import parse_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(300)
-def test_ctrl_c_stops_every_actor_and_server_quietly(tmp_path) -> None:
+@pytest.mark.timeout(600)
+def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -76,6 +78,28 @@ def test_ctrl_c_stops_every_actor_and_server_quietly(tmp_path) -> None:
     assert "interrupted" in rest
     time.sleep(0.5)
     assert not alive(children | {proc.pid}), "processes outlived Ctrl-C"
+    run_dir = tmp_path / "runs" / "ctrl_c"
+    first = json.loads((run_dir / "summary.json").read_text())
+    assert first["interrupted"] and first["steps"] >= 1 and first["episodes"] > 0
+    assert first["checkpoint"] == str(run_dir / "trainer" / f"checkpoint-{first['steps']}")
+    assert (run_dir / "model" / "config.json").is_file() and (run_dir / "curve.png").is_file()
+
+    target = first["steps"] + 2
+    done = subprocess.run(
+        [str(cli), "train", str(config), "--resume", "--max-steps", str(target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    second = json.loads((run_dir / "summary.json").read_text())
+    assert second["steps"] == target and second["resumed"] and not second["interrupted"]
+    assert second["episodes"] > first["episodes"]  # the counts go on from the checkpoint
+    assert second["before"] == first["before"]  # the eval before, taken back from metrics.jsonl
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in rows].count("eval_before") == 1  # appended, not started afresh
+    assert rows[-1]["kind"] == "eval_after" and rows[-1]["step"] == target
 
 
 def test_config_errors_name_the_key() -> None:
@@ -94,6 +118,15 @@ def test_shipped_configs_load() -> None:
     assert gpu.backend == "forge" and gpu.services.generator.with_gpus
 
 
+def test_resume_needs_a_saved_checkpoint(tmp_path) -> None:
+    from openenv_train.cli.main import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text(f"recipe: forge_grpo_blackjack\noutput_dir: {tmp_path}\nname: none\n")
+    assert main(["train", str(config), "--resume"]) == 2
+    assert not (tmp_path / "none").exists()
+
+
 def test_cli_train_selects_the_forge_recipe_and_max_steps(monkeypatch, tmp_path) -> None:
     import recipes.forge_grpo_blackjack.train as train
     from openenv_train.cli.main import main
@@ -104,3 +137,4 @@ def test_cli_train_selects_the_forge_recipe_and_max_steps(monkeypatch, tmp_path)
     config.write_text("recipe: forge_grpo_blackjack\nsteps: 100\n")
     assert main(["train", str(config), "--max-steps", "7", "--name", "x"]) == 0
     assert seen[0].steps == 7 and seen[0].name == "x" and seen[0].backend == "monarch"
+    assert not seen[0].resume

@@ -6,8 +6,9 @@
   TRL's NCCL client stays the choice on CUDA machines;
 - :func:`enable_cpu_async_grpo`: the two CUDA-only spots of the trainer, made to run on a CPU.
 
-A whole run from a YAML config is the ``async_grpo_blackjack`` recipe. Importing this package
-needs the ``train`` extra (trl); running it needs a vLLM server.
+Library pieces only: the run itself (config, servers, trainer, run folder) is the
+``async_grpo_blackjack`` recipe (``openenv-train train configs/grpo_blackjack_async_vllm.yaml``).
+Importing this package needs the ``train`` extra (trl); running it needs a vLLM server.
 """
 
 from .cpu import enable_cpu_async_grpo, varlen_attention

@@ -9,12 +9,14 @@ actor that mixes sync and async ones). The models are transformers models loaded
   GRPO groups of multi-turn episodes, generating through any forge-style generator.
 - ``GeneratorActor`` answers forge's ``generate(prompt) -> list[Completion]`` (and a batched
   ``generate_ids``) with our ``TransformersPolicy``; ``update_weights`` takes pushed weights.
-- ``TrainerActor`` runs the GRPO loss (``loss.grpo_loss``) on forge's collated batches.
+- ``TrainerActor`` runs the GRPO loss (``loss.grpo_loss``) on forge's collated batches; its
+  ``save_state`` / ``load_state`` keep and restore a run's training state (``--resume``).
 - ``ReplayBufferActor`` serves ``buffer.ReplayBuffer`` (``max_policy_age``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any
@@ -193,6 +195,26 @@ class TrainerActor(_Base):
             "entropy_coef": coef,
             "train_s": time.perf_counter() - t0,
         }
+
+    @endpoint
+    async def save_state(self, path: str) -> None:
+        """Everything a resumed run needs (weights, AdamW, lr schedule, entropy control, step)."""
+        entropy = dataclasses.asdict(self.entropy) if self.entropy is not None else None
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "scheduler": self.scheduler.state_dict(), "entropy": entropy, "step": self.step}  # fmt: skip
+        torch.save(state, path)
+
+    @endpoint
+    async def load_state(self, path: str) -> int:
+        """Continue from :meth:`save_state`'s file; returns its step."""
+        state = torch.load(path, weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if self.entropy is not None and state["entropy"] is not None:
+            self.entropy = AdaptiveEntropy(**state["entropy"])
+        self.step = int(state["step"])
+        return self.step
 
     @endpoint
     async def push_weights(self, policy_version: int) -> dict[str, torch.Tensor]:
