@@ -189,9 +189,10 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """``(cfg, model, tokenizer, servers)``: the demo config with ``--steps``, its warmed-up tiny
     model and its started env servers."""
     import torch
-    from recipes.common import grpo as common
+    from blackjack_env.text_spec import VOCABULARY, random_episode
 
-    from recipes.grpo_blackjack import train as recipe
+    from openenv_train.training.grpo import start_servers
+    from openenv_train.training.model import load_model, warm_up
     from recipes.grpo_blackjack.config import load_config
 
     cfg = load_config(args.config)
@@ -202,8 +203,9 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     if cfg.grpo.torch_threads:
         torch.set_num_threads(cfg.grpo.torch_threads)
     torch.manual_seed(cfg.seed)
-    model, tokenizer = recipe.load_model(cfg, lambda *a, **k: None)
-    servers, _ = common.start_servers(cfg)
+    model, tokenizer = load_model(cfg, VOCABULARY)
+    warm_up(model, tokenizer, cfg.model, cfg.seed, lambda *a, **k: None, random_episode)
+    servers, _ = start_servers(cfg)
     return cfg, model, tokenizer, servers
 
 
@@ -213,10 +215,9 @@ def train_steps(
     """``cfg.grpo.max_steps`` timed GRPO steps of ``model`` (trained in place) with the given
     ``rollout.max_staleness``; one sample per step."""
     from blackjack_env.text_spec import BlackjackTextSpec
-    from datasets import Dataset
-    from recipes.common import grpo as common
     from transformers import TrainerCallback
 
+    from openenv_train.training import grpo as common
     from openenv_train.training import make_rollout_func
 
     cfg = cfg.model_copy(
@@ -243,7 +244,7 @@ def train_steps(
             model=model,
             reward_funcs=common.reward_funcs(cfg),
             args=common.grpo_args(cfg, out),
-            train_dataset=Dataset.from_dict({"prompt": ["blackjack"] * common.dataset_size(cfg)}),
+            train_dataset=common.placeholder_dataset(cfg, "blackjack"),
             processing_class=tokenizer,
             rollout_func=rollout_func,
             callbacks=[Clock()],

@@ -10,21 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import socket
 import sys
 from pathlib import Path
 
 from ..runtime.app_dir import add_app_dir
+from ..runtime.ports import free_port
 from ..server import serve
 from ..server.serve import LOOPBACK_HOSTS
-
-
-def free_port(host: str) -> int:
-    """A port nobody listens on now (``--port 0``), chosen here so that the banner can name it."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def module_folder(app: str) -> Path:

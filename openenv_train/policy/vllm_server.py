@@ -12,23 +12,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..runtime.health import wait_healthy
+from ..runtime.ports import free_port
 
 #: The CPU worker whose weights ``ReloadWeightTransfer`` can replace (see ``vllm_cpu_worker``).
 _RELOADABLE_CPU_WORKER = "openenv_train.policy.vllm_cpu_worker.WeightSyncCPUWorker"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that is free on ``host`` right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 class VLLMServer:
