@@ -238,6 +238,8 @@ class Evals:
         """Write curve.png and summary.json; returns the summary."""
         from openenv_train.training import plot_learning_curve
 
+        from .lifecycle import write_summary
+
         spec, started = self.spec, self.run.started
         curve_baselines = spec.curve_baselines
         png = plot_learning_curve(
@@ -272,7 +274,7 @@ class Evals:
             ),
             **self.extra,
         }
-        (self.run.path / "summary.json").write_text(json.dumps(summary, indent=2))
+        write_summary(self.run.path, summary)
         how = "interrupted" if interrupted else "done"
         console.print(
             f"{how} after {summary['wall_seconds']}s (training {summary['train_seconds']}s, "

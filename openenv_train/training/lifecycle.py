@@ -239,14 +239,29 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
             interrupted=run.stop.requested,
             checkpoint=run.folder.last_checkpoint(),
         )
-    if run.stop.requested:
+    end_run(
+        run.path, interrupted=run.stop.requested, next_step=f"next: openenv-train eval {model_dir}"
+    )
+    return summary
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary.json`` of the run (any JSON-able values; others as ``str``); returns ``summary``."""
+    (Path(run_dir) / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def end_run(run_dir: Path, *, interrupted: bool, next_step: str = "") -> None:
+    """The run's last word, the same for every recipe: what to run next; or, after a stop
+    request (the work is saved by now), the command that resumes it, then ``KeyboardInterrupt``
+    so the command exits with status 130."""
+    if interrupted:
         stdout.print(
-            f"saved the work so far in {run.path}; continue with "
-            f"`openenv-train train CONFIG --resume {run.path}`"
+            f"saved the work so far in {run_dir}; continue with "
+            f"`openenv-train train CONFIG --resume {run_dir}`"
         )
         raise KeyboardInterrupt
-    stdout.print(f"next: openenv-train eval {model_dir}")
-    return summary
+    stdout.print(next_step or f"done: {run_dir}")
 
 
 def main(

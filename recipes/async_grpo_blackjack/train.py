@@ -24,8 +24,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from openenv_train.training.lifecycle import GracefulStop, RunFolder, signals_ignored
-from openenv_train.training.run_files import end_run, write_summary
+from openenv_train.training.lifecycle import (
+    GracefulStop,
+    RunFolder,
+    end_run,
+    signals_ignored,
+    write_summary,
+)
 
 from .config import AsyncRunConfig, ConfigError
 

@@ -93,8 +93,7 @@ def run_forge(cfg: ForgeRecipeConfig, train: Any) -> dict[str, Any]:
     from openenv_train.client.sync import run_blocking
     from openenv_train.runtime import start_local_servers
     from openenv_train.training import JsonlMetricsCallback
-    from openenv_train.training.lifecycle import GracefulStop, RunFolder
-    from openenv_train.training.run_files import end_run, write_summary
+    from openenv_train.training.lifecycle import GracefulStop, RunFolder, end_run, write_summary
 
     if cfg.resume:
         raise ConfigError("--resume: backend: forge resumes through forge.trainer.checkpoint")
