@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, text in generated().items():
         if path.is_file() and path.read_text() == text:
             continue
-        stale.append(path.relative_to(ROOT))
+        stale.append(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         if not args.check:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
