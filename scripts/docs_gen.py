@@ -54,7 +54,16 @@ def _cell(text: str) -> str:
 def _command_section(name: str, parser: argparse.ArgumentParser, summary: str) -> list[str]:
     usage = " ".join(parser.format_usage().split())
     usage = usage.removeprefix("usage: ")
-    lines = [f"## `openenv-train {name}`", "", _cell(summary[:1].upper() + summary[1:]) + ".", "", "```text", usage, "```", ""]
+    lines = [
+        f"## `openenv-train {name}`",
+        "",
+        _cell(summary[:1].upper() + summary[1:]) + ".",
+        "",
+        "```text",
+        usage,
+        "```",
+        "",
+    ]
     rows = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
     if rows:
         lines += ["| argument | default | meaning |", "|---|---|---|"]

@@ -137,7 +137,9 @@ def cmd_config_keys(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.readme)
     if not path.is_file():
-        raise CLIError(f"--readme: {args.readme!r} does not exist; pass the page to update (docs/reference/config-keys.md)")
+        raise CLIError(
+            f"--readme: {args.readme!r} does not exist; pass the page to update (docs/reference/config-keys.md)"
+        )
     text = path.read_text()
     new = fill_tables(text, recipe_table)
     if new != text:

@@ -43,7 +43,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_docs_config_tables_are_the_generated_ones() -> None:
     text = CONFIG_KEYS_PAGE.read_text()
     for recipe in available_recipes():  # every registered recipe has its table on the page
-        assert f"<!-- config-keys: {recipe} -->" in text, f"{CONFIG_KEYS_PAGE}: add {recipe}'s table"
+        assert f"<!-- config-keys: {recipe} -->" in text, (
+            f"{CONFIG_KEYS_PAGE}: add {recipe}'s table"
+        )
     assert fill_tables(text, recipe_table) == text, (
         "the config-key tables of the docs differ from the recipes' config classes: "
         "run make config-table"

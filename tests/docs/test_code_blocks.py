@@ -15,7 +15,6 @@ import importlib
 import re
 import shlex
 from functools import cache
-from pathlib import Path
 
 import pytest
 import yaml

@@ -117,7 +117,9 @@ def test_the_errors_page_lists_every_code_and_error() -> None:
     classes = [
         name
         for name, obj in vars(errors).items()
-        if isinstance(obj, type) and issubclass(obj, Exception) and obj.__module__ == errors.__name__
+        if isinstance(obj, type)
+        and issubclass(obj, Exception)
+        and obj.__module__ == errors.__name__
     ]
     missing += [n for n in classes if f"`{n}`" not in page and n != "OpenEnvTrainError"]
     assert not missing, f"docs/reference/errors.md does not describe {missing}"

@@ -34,7 +34,9 @@ def test_the_readme_walkthrough_trains_on_a_scaffolded_env(tmp_path: Path) -> No
     project = tmp_path / "countdown"
     env_file = project / "countdown" / "server" / "environment.py"
     source = env_file.read_text()
-    assert SCAFFOLD_REWARD in source, "the scaffold changed: update step 1 of docs/tutorials/own-env.md"
+    assert SCAFFOLD_REWARD in source, (
+        "the scaffold changed: update step 1 of docs/tutorials/own-env.md"
+    )
     env_file.write_text(source.replace(SCAFFOLD_REWARD, GAME_REWARD))
     (project / "countdown" / "text_spec.py").write_text(spec_code)
     # the page's config at test size (fewer warm-up steps and games; the keys as written)
