@@ -123,3 +123,33 @@ def test_the_errors_page_lists_every_code_and_error() -> None:
     ]
     missing += [n for n in classes if f"`{n}`" not in page and n != "OpenEnvTrainError"]
     assert not missing, f"docs/reference/errors.md does not describe {missing}"
+
+
+def broken_links(page: Path) -> list[str]:
+    """Relative links of a Markdown file outside the site (README, CHANGELOG) that lead nowhere."""
+    from markdown.extensions.toc import slugify
+
+    bad = []
+    for target, anchor in re.findall(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)", page.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        path = (page.parent / target).resolve()
+        if not path.exists():
+            bad.append(target)
+        elif anchor and path.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", path.read_text(), flags=re.M)
+            if anchor not in {slugify(h.replace("`", ""), "-") for h in headings}:
+                bad.append(f"{target}#{anchor}")
+    return bad
+
+
+@pytest.mark.parametrize("name", ["README.md", "CHANGELOG.md"])
+def test_links_outside_the_site_lead_somewhere(name: str) -> None:
+    assert not broken_links(ROOT / name), f"{name}: broken links"
+
+
+def test_the_link_check_catches_a_missing_page_and_anchor(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A page\n\n## Some `code` here\n")
+    page = tmp_path / "index.md"
+    page.write_text("[ok](a.md#some-code-here) [x](b.md) [y](a.md#nope) [w](https://x.org/b.md)")
+    assert broken_links(page) == ["b.md", "a.md#nope"]
