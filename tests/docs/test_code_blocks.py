@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import re
 import shlex
 from functools import cache
@@ -221,3 +222,42 @@ def test_the_architecture_tree_names_exactly_the_packages() -> None:
     assert named == packages
     top = set(re.findall(r"^(\w+)/", tree, flags=re.M)) - {"openenv_train"}
     assert all((ROOT / name).is_dir() for name in top), top
+
+
+# --- dotted names in the prose ------------------------------------------------------------------
+
+#: entry-point groups, not modules
+ENTRY_POINT_GROUPS = {"openenv_train.envs", "openenv_train.recipes"}
+
+
+def unresolved_name(dotted: str) -> str | None:
+    """``dotted`` if no module or attribute of that name exists (a module file is enough where
+    importing it needs an optional dependency, e.g. vllm)."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        if not importlib.util.find_spec(module.rsplit(".", 1)[0] if i > 1 else module):
+            continue
+        try:
+            obj = importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name and err.name.split(".")[0] == "openenv_train":
+                continue
+            return None if i == len(parts) else dotted  # exists; needs an optional dependency
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return dotted
+            obj = getattr(obj, attr)
+        return None
+    return dotted
+
+
+def test_every_openenv_train_name_the_docs_mention_exists() -> None:
+    names = {
+        name.rstrip(".")
+        for page in doc_pages()
+        for name in re.findall(r"openenv_train(?:\.[A-Za-z_]\w*)+", page.read_text())
+    }
+    bad = sorted(n for n in names - ENTRY_POINT_GROUPS if unresolved_name(n))
+    assert not bad, f"the docs name what the code does not have: {bad}"
+    assert unresolved_name("openenv_train.trainers.grpo") and unresolved_name("openenv_train.Nope")
