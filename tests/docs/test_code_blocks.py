@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import json
 import re
 import shlex
 from functools import cache
@@ -21,20 +22,25 @@ import pytest
 import yaml
 from docs_support import ROOT, doc_pages, fenced_blocks
 
-LANGUAGES = {"python", "bash", "yaml", "toml", "text"}
+SHELLS = {"bash", "sh", "shell"}
+LANGUAGES = {"python", *SHELLS, "yaml", "toml", "json", "text", "console"}
 #: modules a page writes itself before importing them (coin.py, the countdown package)
 WRITTEN_BY_THE_PAGE = {"coin", "countdown"}
 #: first words of shell lines the docs may use
-COMMANDS = {"make", "openenv-train", "python", "curl", "cd", "docker", "podman", "bash", "."}
+COMMANDS = {
+    *("make", "openenv-train", "python", "python3", "pip", "curl", "cd", "ls", "cat", "export"),
+    *("docker", "podman", "ray", "bash", ".", "git", "sudo", "apt-get", "kill", "jupyter"),
+    *("tensorboard", "trackio", "chromium", "npm", "node", "npx", "ssh", "uvicorn"),
+}
 VENV_PYTHONS = {".venv/bin/python", ".venv-vllm/bin/python"}
 
 
-def blocks(language: str) -> list[tuple[str, str]]:
+def blocks(*languages: str) -> list[tuple[str, str]]:
     return [
         (f"{page.relative_to(ROOT)}:{line}", code)
         for page in doc_pages()
         for line, lang, code in fenced_blocks(page)
-        if lang == language
+        if lang in languages
     ]
 
 
@@ -135,7 +141,7 @@ def shell_problems(line: str) -> list[str]:
         return []
     cmd, args = words[0], words[1:]
     problems = []
-    if cmd in VENV_PYTHONS:
+    if cmd in VENV_PYTHONS or cmd == "python3":
         cmd = "python"
     if cmd not in COMMANDS:
         return [f"unknown command {cmd!r}"]
@@ -159,7 +165,7 @@ def shell_problems(line: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize(("where", "code"), blocks("bash"), ids=ids(blocks("bash")))
+@pytest.mark.parametrize(("where", "code"), blocks(*SHELLS), ids=ids(blocks(*SHELLS)))
 def test_shell_blocks_are_real_commands(where: str, code: str) -> None:
     bad = [f"{line}: {p}" for line in shell_lines(code) for p in shell_problems(line)]
     assert not bad, f"{where}:\n" + "\n".join(bad)
@@ -206,6 +212,14 @@ def test_yaml_blocks_parse_and_use_only_config_keys_that_exist(where: str, code:
 def test_the_key_check_catches_a_misspelled_key() -> None:
     assert unknown_keys({"rollout": {"max_stalenes": 1}}) == ["rollout.max_stalenes"]
     assert not unknown_keys({"env": {"ray": {"resources": {"env_node": 1}}}})
+
+
+def test_json_blocks_parse() -> None:
+    for where, code in blocks("json"):
+        try:
+            json.loads(code)
+        except ValueError as err:
+            raise AssertionError(f"{where}: {err}") from None
 
 
 @pytest.mark.parametrize(("where", "code"), blocks("toml"), ids=ids(blocks("toml")))
