@@ -115,7 +115,7 @@ def import_layers(page: Path = ARCHITECTURE_PAGE) -> list[list[str]]:
 
 def architecture_svg(layers: list[list[str]]) -> str:
     """The layers as rows of boxes, the core at the bottom, an arrow from each row to the next."""
-    box_w, box_h, gap, row_h, pad = 130, 34, 16, 64, 20
+    box_w, box_h, gap, row_h, pad = 120, 30, 16, 50, 12
     widest = max(len(layer) for layer in layers)
     width = pad * 2 + widest * box_w + (widest - 1) * gap
     height = pad * 2 + len(layers) * row_h - (row_h - box_h)
@@ -123,8 +123,9 @@ def architecture_svg(layers: list[list[str]]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="14">',
         "<title>openenv-train: imports go one way, each layer from the layers below it</title>",
-        '<defs><marker id="arrow" markerWidth="10" markerHeight="10" refX="5" refY="5" '
-        'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+        '<defs><marker id="arrow" markerWidth="10" markerHeight="10" refX="10" refY="5" '
+        'markerUnits="userSpaceOnUse" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/>'
+        "</marker></defs>",
     ]
     for i, layer in enumerate(layers):
         y = height - pad - box_h - i * row_h
@@ -144,7 +145,7 @@ def architecture_svg(layers: list[list[str]]) -> str:
         if i + 1 < len(layers):  # the layer above imports this one: the arrow points down
             cx = width / 2
             out.append(
-                f'<line x1="{cx:g}" y1="{y - row_h + box_h + 2}" x2="{cx:g}" y2="{y - 8}" '
+                f'<line x1="{cx:g}" y1="{y - row_h + box_h + 2}" x2="{cx:g}" y2="{y - 2}" '
                 'stroke="#555" stroke-width="2" marker-end="url(#arrow)"/>'
             )
     out.append("</svg>")
