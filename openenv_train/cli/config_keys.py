@@ -1,11 +1,12 @@
 """Every key of a recipe's config, as a Markdown table built from its pydantic schema.
 
-``openenv-train config-keys RECIPE`` prints it; the docs' tables (docs/reference/config-keys.md) are this output (a test
-compares them, so a key added to a config class cannot go undocumented). A key's description is
-its ``Field(description=...)``, else the ``#:`` / ``#`` comment lines just above it in the class
-body, else the comment at the end of its line: the config classes document themselves where the
-key is declared, with no second list to keep in step. A recipe's subclass that only changes a
-default keeps the shared section's description (``openenv_train.training.config``).
+``openenv-train config-keys RECIPE`` prints it; the tables of docs/reference/config-keys.md are
+this output (a test compares them, so a key added to a config class cannot go undocumented). A
+key's description is its ``Field(description=...)``, else the ``#:`` / ``#`` comment lines just
+above it in the class body, else the comment at the end of its line: the config classes document
+themselves where the key is declared, with no second list to keep in step. A recipe's subclass
+that only changes a default keeps the shared section's description
+(``openenv_train.training.config``).
 """
 
 from __future__ import annotations
