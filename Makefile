@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table docs docs-gen
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,9 +42,17 @@ engines-ready: setup
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/container_engines.sh; \
 	else $(BIN)/python scripts/engines_ready.py; fi
 
-# The README's config-key tables, regenerated from the recipes' config classes (tests/docs checks).
+# The docs' config-key tables, regenerated from the recipes' config classes (tests/cli checks).
 config-table: setup
-	$(BIN)/openenv-train config-keys --readme README.md
+	$(BIN)/openenv-train config-keys --readme docs/reference/config-keys.md
+
+# The docs' generated pages (the CLI reference, the architecture picture; tests/docs checks),
+# then the site into site/ (strict: a broken link, anchor or reference fails).
+docs-gen: setup
+	$(BIN)/python scripts/docs_gen.py
+
+docs: docs-gen config-table
+	$(BIN)/mkdocs build --strict
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -59,4 +67,4 @@ bench: setup
 	$(BIN)/python benchmarks/rollout_throughput.py
 
 clean:
-	rm -rf $(VENV) .venv-vllm runs .pytest_cache
+	rm -rf $(VENV) .venv-vllm runs .pytest_cache site

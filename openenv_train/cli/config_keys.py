@@ -1,11 +1,12 @@
 """Every key of a recipe's config, as a Markdown table built from its pydantic schema.
 
-``openenv-train config-keys RECIPE`` prints it; the README's tables are this output (a test
-compares them, so a key added to a config class cannot go undocumented). A key's description is
-its ``Field(description=...)``, else the ``#:`` / ``#`` comment lines just above it in the class
-body, else the comment at the end of its line: the config classes document themselves where the
-key is declared, with no second list to keep in step. A recipe's subclass that only changes a
-default keeps the shared section's description (``openenv_train.training.config``).
+``openenv-train config-keys RECIPE`` prints it; the tables of docs/reference/config-keys.md are
+this output (a test compares them, so a key added to a config class cannot go undocumented). A
+key's description is its ``Field(description=...)``, else the ``#:`` / ``#`` comment lines just
+above it in the class body, else the comment at the end of its line: the config classes document
+themselves where the key is declared, with no second list to keep in step. A recipe's subclass
+that only changes a default keeps the shared section's description
+(``openenv_train.training.config``).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(model: type[BaseModel]) -> str:
-    """The README table of ``model``'s keys (one line per key)."""
+    """The Markdown table of ``model``'s keys (one line per key)."""
     out = ["| key | type | default | description |", "|---|---|---|---|"]
     for k in config_keys(model):
         cells = (f"`{k.key}`", f"`{_cell(k.type)}`", f"`{_cell(k.default)}`", _cell(k.description))
@@ -163,7 +164,7 @@ def undocumented(model: type[BaseModel]) -> list[str]:
     return [k.key for k in config_keys(model) if not k.description]
 
 
-#: ``<!-- config-keys: RECIPE -->`` ... ``<!-- /config-keys -->`` in the README holds RECIPE's table
+#: ``<!-- config-keys: RECIPE -->`` ... ``<!-- /config-keys -->`` in a docs page holds RECIPE's table
 BLOCK = re.compile(
     r"(<!-- config-keys: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- /config-keys -->)", re.S
 )

@@ -137,7 +137,9 @@ def cmd_config_keys(args: argparse.Namespace) -> int:
         return 0
     path = Path(args.readme)
     if not path.is_file():
-        raise CLIError(f"--readme: {args.readme!r} does not exist; pass the README.md to update")
+        raise CLIError(
+            f"--readme: {args.readme!r} does not exist; pass the page to update (docs/reference/config-keys.md)"
+        )
     text = path.read_text()
     new = fill_tables(text, recipe_table)
     if new != text:
@@ -191,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--readme",
         default=None,
-        help="rewrite the marked tables of this README in place instead of printing one",
+        help="rewrite the marked tables of this Markdown page in place (make config-table: "
+        "docs/reference/config-keys.md) instead of printing one",
     )
     p.set_defaults(func=cmd_config_keys)
     p = sub.add_parser(

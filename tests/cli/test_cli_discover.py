@@ -12,7 +12,7 @@ from openenv_train.cli.config_keys import config_keys, fill_tables, markdown_tab
 from openenv_train.cli.main import build_parser, main, recipe_table
 from openenv_train.cli.recipes import available_recipes
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIG_KEYS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "config-keys.md"
 
 
 def every_action(parser: argparse.ArgumentParser, path: str = "openenv-train"):
@@ -40,11 +40,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"openenv-train {__version__}\n"
 
 
-def test_readme_config_tables_are_the_generated_ones() -> None:
-    text = README.read_text()
-    assert "<!-- config-keys: grpo_blackjack -->" in text
+def test_the_docs_config_tables_are_the_generated_ones() -> None:
+    text = CONFIG_KEYS_PAGE.read_text()
+    for recipe in available_recipes():  # every registered recipe has its table on the page
+        assert f"<!-- config-keys: {recipe} -->" in text, (
+            f"{CONFIG_KEYS_PAGE}: add {recipe}'s table"
+        )
     assert fill_tables(text, recipe_table) == text, (
-        "README config-key tables differ from the recipes' config classes: run make config-table"
+        "the config-key tables of the docs differ from the recipes' config classes: "
+        "run make config-table"
     )
 
 

@@ -1,4 +1,4 @@
-"""The README's architecture claims, checked on the source: imports go one way, the light core
+"""The architecture page's claims (docs/concepts/architecture.md), checked on the source: imports go one way, the light core
 needs no training stack, and the CLI reaches recipes only through their public interface.
 
 Every import is read with ``ast`` (module level and inside functions, relative ones resolved,
@@ -8,22 +8,25 @@ Every import is read with ``ast`` (module level and inside functions, relative o
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
+from docs_support import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "openenv_train"
 HEAVY = {"torch", "transformers", "trl", "datasets", "vllm", "accelerate"}
 
 
-def readme_layers() -> list[list[str]]:
-    """``core <- server, client <- ...`` from the README: lowest layer first."""
-    text = " ".join((ROOT / "README.md").read_text().split())
-    found = re.search(r"Imports go one way: ([a-z_ ,<-]+?)\.", text)
-    assert found, "README: the architecture section lost its 'Imports go one way: ...' sentence"
-    return [[p.strip() for p in layer.split(",")] for layer in found.group(1).split("<-")]
+ARCHITECTURE = ROOT / "docs" / "concepts" / "architecture.md"
+
+
+def documented_layers() -> list[list[str]]:
+    """``core <- server, client <- ...`` from the architecture page: lowest layer first.
+
+    Read by the same function that draws the page's picture (scripts/docs_gen.py).
+    """
+    return load_script("docs_gen").import_layers(ARCHITECTURE)
 
 
 def imports_of(path: Path, module: str) -> list[tuple[int, str, list[str]]]:
@@ -92,23 +95,23 @@ def violations(layers: list[list[str]], path: Path, module: str) -> list[str]:
     return bad
 
 
-def test_readme_names_every_package_once() -> None:
-    layers = readme_layers()
+def test_the_page_names_every_package_once() -> None:
+    layers = documented_layers()
     named = [p for layer in layers for p in layer]
     packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
     assert len(named) == len(set(named))
     assert sorted(set(named) - {"recipes"}) == packages
 
 
-def test_imports_go_one_way_as_the_readme_says() -> None:
-    layers = readme_layers()
+def test_imports_go_one_way_as_the_docs_say() -> None:
+    layers = documented_layers()
     files = sources(PACKAGE, "openenv_train") + sources(ROOT / "recipes", "recipes")
     bad = [v for path, module in files for v in violations(layers, path, module)]
-    assert not bad, "imports against the README's direction:\n" + "\n".join(bad)
+    assert not bad, "imports against the architecture page's direction:\n" + "\n".join(bad)
 
 
 def test_the_checker_catches_an_upward_import(tmp_path: Path) -> None:
-    layers = readme_layers()
+    layers = documented_layers()
     lazy = tmp_path / "engine.py"
     lazy.write_text("def f():\n    from ..harness import runner\n")
     assert violations(layers, lazy, "openenv_train.rollout.engine")

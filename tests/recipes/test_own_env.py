@@ -1,5 +1,5 @@
-"""The README's "Train GRPO on your own env", followed as written: scaffold an env with
-``openenv-train init``, change its reward, save the README's spec and config, train a few steps
+"""The docs' "Train GRPO on your own env" (docs/tutorials/own-env.md), followed as written: scaffold an env with
+``openenv-train init``, change its reward, save the page's spec and config, train a few steps
 with ``openenv-train train`` (stdout a pipe: plain progress lines), and find the curve and the
 env's rewards in the run folder."""
 
@@ -17,9 +17,10 @@ GAME_REWARD = "reward=(1.0 if self._total == self._target else -1.0) if done els
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "tutorials" / "own-env.md").read_text()
     start = text.index("## Train GRPO on your own env")
-    return text[start : text.index("\n## ", start + 10)]
+    end = text.find("\n## ", start + 10)
+    return text[start : end if end > 0 else len(text)]
 
 
 def test_the_readme_walkthrough_trains_on_a_scaffolded_env(tmp_path: Path) -> None:
@@ -33,10 +34,12 @@ def test_the_readme_walkthrough_trains_on_a_scaffolded_env(tmp_path: Path) -> No
     project = tmp_path / "countdown"
     env_file = project / "countdown" / "server" / "environment.py"
     source = env_file.read_text()
-    assert SCAFFOLD_REWARD in source, "the scaffold changed: update the README's step 1"
+    assert SCAFFOLD_REWARD in source, (
+        "the scaffold changed: update step 1 of docs/tutorials/own-env.md"
+    )
     env_file.write_text(source.replace(SCAFFOLD_REWARD, GAME_REWARD))
     (project / "countdown" / "text_spec.py").write_text(spec_code)
-    # the README's config at test size (fewer warm-up steps and games; the keys as written)
+    # the page's config at test size (fewer warm-up steps and games; the keys as written)
     config["model"] = {"warmup_steps": 60, "warmup_batch_size": 32}
     config["grpo"].update(max_steps=4, per_device_train_batch_size=32, logging_steps=2)
     config["eval"].update(every=2, episodes=48, periodic_episodes=32)

@@ -1,7 +1,7 @@
-"""The README's TRL snippet, copied as a user would, trains and learns something.
+"""The TRL tutorial's snippet (docs/tutorials/trl.md), copied as a user would, trains and learns something.
 
 It runs exactly as written except for ``max_steps`` (fewer steps; everything else, the warm-up
-included, is the README's text), from a scratch folder. "Learns" here means GRPO has a signal:
+included, is the page's text), from a scratch folder. "Learns" here means GRPO has a signal:
 rollouts of a group get different rewards (std > 0, groups with zero std are not all of them),
 and the update moves the weights (loss and gradient norm not 0). The flat run the issue
 reported (reward -1, std 0, loss 0) fails each of these.
@@ -14,20 +14,17 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "trl.md"
 WRITTEN, SHORT = "max_steps=100", "max_steps=10"
 
 pytestmark = pytest.mark.timeout(900)
 
 
 def trl_snippet() -> str:
-    text = README.read_text()
-    start = text.index("## Quick start: training")
-    section = text[start : text.index("\n## ", start + 1)]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(), flags=re.S)
     found = [b for b in blocks if "GRPOTrainer(" in b and "make_rollout_func(" in b]
     assert len(found) == 1, (
-        "README, Quick start: training: expected one TRL snippet (GRPOTrainer with make_rollout_func)"
+        "docs/tutorials/trl.md: expected one TRL snippet (GRPOTrainer with make_rollout_func)"
     )
     return found[0]
 
@@ -38,7 +35,7 @@ def test_trl_snippet_as_written_learns(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     scope: dict = {"__name__": "__main__"}
-    exec(compile(code.replace(WRITTEN, SHORT), "README.md[TRL snippet]", "exec"), scope)  # noqa: S102
+    exec(compile(code.replace(WRITTEN, SHORT), "docs/tutorials/trl.md", "exec"), scope)  # noqa: S102
     trainer = scope["trainer"]
     logs = [row for row in trainer.state.log_history if "reward_std" in row]
     assert trainer.state.global_step == 10 and logs, trainer.state.log_history

@@ -1,5 +1,6 @@
-"""The README's environment quick start and its one-import env run as written (the TRL snippet:
-test_readme_trl.py)."""
+"""The env examples of the README and the docs run as written: the quick start prints what it
+promises, and the one-import env serves and plays (the TRL tutorial: test_trl_tutorial.py; every
+other code block is checked by test_code_blocks.py)."""
 
 from __future__ import annotations
 
@@ -10,27 +11,34 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+QUICK_STARTS = ["README.md", "docs/getting-started.md"]
+COIN_ENVS = ["README.md", "docs/tutorials/own-env.md"]
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def python_block(page: str, marker: str) -> str:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), flags=re.S)
+    found = [b for b in blocks if marker in b]
+    assert found, f"{page}: no python block with {marker!r} any more"
+    return found[0]
 
 
-def test_env_quick_start_runs_and_prints_what_it_promises(capsys) -> None:
-    block = next(b for b in _python_blocks() if "EchoEnv" in b)
-    exec(compile(block, "README.md[quick start]", "exec"), {"__name__": "__main__"})  # noqa: S102
+@pytest.mark.parametrize("page", QUICK_STARTS)
+def test_env_quick_start_runs_and_prints_what_it_promises(page: str, capsys) -> None:
+    block = python_block(page, "EchoEnv")
+    exec(compile(block, f"{page}[quick start]", "exec"), {"__name__": "__main__"})  # noqa: S102
     out = capsys.readouterr().out.splitlines()
     assert out == ["Echo environment ready!", "Hello, World! 1.3"]
 
 
+@pytest.mark.parametrize("page", COIN_ENVS)
 def test_the_one_import_env_serves_and_plays_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from openenv_train import EnvExecutionError
     from openenv_train.runtime import LocalProcessProvider
 
-    block = next(b for b in _python_blocks() if "class CoinEnv" in b)
+    block = python_block(page, "class CoinEnv")
     assert "from openenv_train import (" in block and "openenv_train." not in block
     (tmp_path / "coin.py").write_text(block)  # "saved as coin.py"
     monkeypatch.syspath_prepend(str(tmp_path))
