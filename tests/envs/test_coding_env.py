@@ -94,6 +94,8 @@ def test_wrong_code_gets_partial_credit_and_errors_say_why() -> None:
     assert any("wrong value" in e for e in result.errors)
     broken = run_tests("def add(a, b) return", TASKS_BY_ID["add"].tests, LIMITS)
     assert broken.status == "load_error" and "SyntaxError" in broken.errors[0]
+    odd = run_tests("def add(a, b):\n    return {a, b}", TASKS_BY_ID["add"].tests, LIMITS)
+    assert odd.passed == 0 and "returned a wrong value" in odd.errors[0]
 
 
 def _submit(url: str, code: str, task_id: str = "add"):
@@ -142,7 +144,7 @@ def test_attack_fork_bomb(coding_url: str) -> None:
 
 def test_attack_huge_output(coding_url: str) -> None:
     result = _submit(coding_url, "while True:\n    print('x' * 100000)")
-    assert result.reward == 0.0 and "File too large" in " ".join(result.observation.errors)
+    assert result.reward == 0.0 and result.observation.status == "output_limit"
     assert len(result.observation.output) <= 2000
     _still_serving(coding_url)
 
@@ -204,12 +206,9 @@ def add(a, b):
 """
         result = _submit(coding_url, code)
     assert result.reward == 1.0, result.observation.errors
-    # a namespace needs root with CAP_SYS_ADMIN (some container runtimes drop it: then the block)
-    allowed = ("namespace", "socket-disabled") if ROOT else ("socket-disabled",)
-    assert result.observation.metadata["network"] in allowed
+    assert result.observation.metadata["network"] == "seccomp"  # no socket of any family
 
 
-@pytest.mark.skipif(not ROOT, reason="only root can move the child to a throw-away uid (README)")
 def test_attack_killing_the_server(coding_url: str) -> None:
     code = "import os, signal\nfor pid in (os.getppid(), 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass"
     result = _submit(coding_url, code)
