@@ -286,9 +286,9 @@ def _summarise(
     elif streams.stopped == "timeout":
         status = "timeout"
         errors.append("killed at the wall-clock limit")
-    elif streams.stopped == "output_limit":
-        status = "output_limit"
-        errors.append(f"printed more than {limits.output_bytes} bytes")
+    elif streams.stopped == "output_limit":  # a failure whatever it returned (no race)
+        status, verdict.passed = "output_limit", 0
+        errors = [f"printed more than {limits.output_bytes} bytes"]
     elif verdict.load_error is not None:
         status = "load_error"
         errors.insert(0, verdict.load_error)
