@@ -159,6 +159,30 @@ class Outcome:
         return asdict(self)
 
 
+#: What the sandbox answers, where an attack has one right answer.
+EXPECTED_STATUS = {
+    "fake_results_on_every_fd": "protocol_error",
+    "malformed_result_line": "protocol_error",
+    "print_result_lines": "output_limit",
+    "import__socket": "load_error",
+    "host_unix_socket": "load_error",
+    "exec_a_shell": "load_error",
+    "rewrite_the_runner": "load_error",
+}
+
+
+def check_invariants(outcome: Outcome) -> None:
+    assert 0.0 <= outcome.reward <= 1.0, outcome
+    assert (outcome.victim_reward, outcome.victim_status) == (1.0, "ok"), outcome
+    assert not outcome.left_processes, outcome
+    assert not outcome.left_files, outcome
+    assert not outcome.runner_changed, outcome
+    assert outcome.unix_connections == 0, outcome
+    assert VICTIM_SECRET not in outcome.output, outcome
+    if outcome.attack in EXPECTED_STATUS:
+        assert outcome.status == EXPECTED_STATUS[outcome.attack], outcome
+
+
 def runner_path() -> Path:
     from coding_env import sandbox
 
@@ -193,9 +217,11 @@ def program(attack: str, unix_socket: str = "/nonexistent") -> str:
 
 
 def run_round(
-    attack: str, submit: Callable[[str], tuple[float, str, str]] | None = None
+    attack: str,
+    submit: Callable[[str], tuple[float, str, str]] | None = None,
+    source: str | None = None,
 ) -> Outcome:
-    """Run ``attack`` while a victim session runs an honest submission; ``submit(code)`` returns
+    """Run ``attack`` (or ``source``, a program of its own, under that label) while a victim session runs an honest submission; ``submit(code)`` returns
     ``(reward, status, output)`` (default: ``run_tests`` in this process). A world-writable unix
     socket listens meanwhile: ``unix_connections`` counts who reached it."""
     submit = submit or _submit_here
@@ -213,7 +239,8 @@ def run_round(
             thread = threading.Thread(target=lambda: victim.setdefault("r", submit(VICTIM)))
             thread.start()
             time.sleep(0.05)
-            reward, status, output = submit(program(attack, path))
+            code = program(attack, path) if source is None else source
+            reward, status, output = submit(code)
             thread.join()
             connections = 0
             while True:

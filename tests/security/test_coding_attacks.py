@@ -4,7 +4,7 @@ an attack run next to an honest victim session, in every mode the project ships:
 - ``root``: this process (CI runs as root): each run under a uid of its own;
 - ``non_root``: the same rounds in a process dropped to uid 10001 with ``setpriv``, with the env
   package installed in a folder that uid owns (the "server owns its install" case);
-- ``container``: the coding_env image on Docker, attacks and victim over the client.
+- ``container``: the coding_env image on Docker and on Podman, attacks and victim over the client.
 
 Invariants of every round: the attacker's reward is in range, the victim's score is untouched,
 nothing is left behind (processes, files), the runner is unchanged, no one reached the host's
@@ -24,34 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from attacks import ATTACKS, VICTIM_SECRET, Outcome, run_round
+from attacks import ATTACKS, Outcome, check_invariants, run_round
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 NON_ROOT_UID = 10001
-
-#: What the sandbox answers, where an attack has one right answer.
-EXPECTED_STATUS = {
-    "fake_results_on_every_fd": "protocol_error",
-    "malformed_result_line": "protocol_error",
-    "print_result_lines": "output_limit",
-    "import__socket": "load_error",
-    "host_unix_socket": "load_error",
-    "exec_a_shell": "load_error",
-    "rewrite_the_runner": "load_error",
-}
-
-
-def check_invariants(outcome: Outcome) -> None:
-    assert 0.0 <= outcome.reward <= 1.0, outcome
-    assert (outcome.victim_reward, outcome.victim_status) == (1.0, "ok"), outcome
-    assert not outcome.left_processes, outcome
-    assert not outcome.left_files, outcome
-    assert not outcome.runner_changed, outcome
-    assert outcome.unix_connections == 0, outcome
-    assert VICTIM_SECRET not in outcome.output, outcome
-    if outcome.attack in EXPECTED_STATUS:
-        assert outcome.status == EXPECTED_STATUS[outcome.attack], outcome
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -117,20 +94,22 @@ def test_attack_non_root(attack: str, non_root_outcomes: dict[str, Outcome]) -> 
 # --- the container mode -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def coding_container() -> Iterator[tuple[str, object]]:
-    """The coding_env image on Docker with the runtime's defaults (non-root, no capabilities)."""
+@pytest.fixture(scope="module", params=["docker", "podman"])
+def coding_container(request: pytest.FixtureRequest) -> Iterator[tuple[str, object]]:
+    """The coding_env image on each engine with the runtime's defaults (non-root, no
+    capabilities, read-only root, memory and pids limits)."""
+    engine = request.param
     sys.path.insert(0, str(ROOT / "tests" / "runtime"))
     from rt_containers import BASE_IMAGE, IMAGE_PREFIX, engine_client
 
     from openenv_train.cli.env_build import build_image
     from openenv_train.runtime import ContainerProvider
 
-    client = engine_client("docker")
+    client = engine_client(engine)
     tag = f"{IMAGE_PREFIX}/coding_env:latest"
-    build_image(ROOT / "envs" / "coding_env", tag, base_image=BASE_IMAGE, engine="docker")
+    build_image(ROOT / "envs" / "coding_env", tag, base_image=BASE_IMAGE, engine=engine)
     env = {"CODING_CPU_SECONDS": "2", "CODING_WALL_SECONDS": "6"}
-    with ContainerProvider(tag, engine="docker", env=env, startup_timeout=120) as provider:
+    with ContainerProvider(tag, engine=engine, env=env, startup_timeout=120) as provider:
         yield provider.base_url, client.containers.get(provider.name)
 
 
