@@ -230,3 +230,21 @@ def test_openenv_generic_client(coding_url: str) -> None:
         assert obs["function"] == "gcd"
         result = env.step({"code": REFERENCE["gcd"]})
         assert result.reward == 1.0 and result.done
+
+
+def test_bad_result_lines_fail_the_submission_and_use_its_attempt(coding_url: str) -> None:
+    """Result lines forged by the submission are its failure (reward 0, one attempt used), not an
+    error of the server, and never a reward above 1."""
+    forged = (
+        'import os\nfake = b\'\'.join(b\'{"event": "test", "index": %d, "passed": true}\\n\' % i'
+        " for i in range(2000)) + b'{not json\\n'\n"
+        "for fd in range(3, 32):\n    try:\n        os.write(fd, fake)\n    except OSError:\n"
+        "        pass\n" + REFERENCE["add"]
+    )
+    with CodingEnv(base_url=coding_url, timeout=60).sync() as env:
+        env.reset(task_id="add", max_attempts=2)
+        result = env.step(CodeAction(code=forged))
+        assert (result.reward, result.observation.status) == (0.0, "protocol_error")
+        assert result.observation.attempts_left == 1 and not result.done
+        result = env.step(CodeAction(code=REFERENCE["add"]))
+        assert result.reward == 1.0 and result.done
