@@ -248,3 +248,15 @@ def test_bad_result_lines_fail_the_submission_and_use_its_attempt(coding_url: st
         assert result.observation.attempts_left == 1 and not result.done
         result = env.step(CodeAction(code=REFERENCE["add"]))
         assert result.reward == 1.0 and result.done
+
+
+def test_a_run_works_when_the_servers_descriptors_pass_1024() -> None:
+    """A busy server holds thousands of sockets: the sandbox's pipes get numbers past select()'s
+    limit of 1024, and the run must still be read (poll, not select)."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        result = run_tests(REFERENCE["add"], TASKS_BY_ID["add"].tests, LIMITS)
+        assert (result.status, result.passed) == ("ok", 3), result
+    finally:
+        for fd in held:
+            os.close(fd)

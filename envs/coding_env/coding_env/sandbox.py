@@ -229,17 +229,20 @@ def _read_until(
     output_limit: int,
     result_limit: int,
 ) -> None:
-    open_fds = {result_r, out_r}
+    poller = select.poll()  # not select(): a busy server's descriptors pass 1024
+    for fd in (result_r, out_r):
+        poller.register(fd, select.POLLIN)
+    open_fds = 2
     while open_fds:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             streams.stopped = "timeout"
             return
-        ready, _, _ = select.select(list(open_fds), [], [], remaining)
-        for fd in ready:
+        for fd, _ in poller.poll(remaining * 1000):
             chunk = os.read(fd, 65536)
             if not chunk:
-                open_fds.discard(fd)
+                poller.unregister(fd)
+                open_fds -= 1
             elif fd == result_r:
                 streams.results += chunk
                 if len(streams.results) > result_limit:
@@ -258,7 +261,9 @@ def _read_until(
 
 def _drain(fd: int, streams: _Streams, limit: int) -> None:
     """Read what is already in the pipe, without waiting, up to ``limit`` bytes in all."""
-    while len(streams.results) <= limit and select.select([fd], [], [], 0)[0]:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while len(streams.results) <= limit and poller.poll(0):
         chunk = os.read(fd, 65536)
         if not chunk:
             return
