@@ -52,11 +52,14 @@ def parse_test(expression: str) -> Check:
         )
     elif ok:
         ok = isinstance(tree.ops[0], ast.Eq)
+    try:
+        expected = ast.literal_eval(tree.comparators[0]) if ok else None
+    except ValueError:
+        ok = False
     if not ok:
         raise ValueError(
             f"test {expression!r} must be 'CALL == LITERAL' or 'CALL is True|False|None'"
         )
-    expected = ast.literal_eval(tree.comparators[0])
     return Check(ast.unparse(tree.left), expected, isinstance(tree.ops[0], ast.Is))
 
 
