@@ -9,6 +9,7 @@ import pytest
 from coding_env import REWARD_RANGE, TASKS, TASKS_BY_ID, SandboxUnavailable, run_tests
 from coding_env import sandbox as sandbox_module
 from coding_env.grading import grade, parse_test, read_value
+from coding_env.sandbox import default_parallel, memory_limit_bytes
 from coding_env.seccomp import build_filter
 
 CHECKS = [parse_test(t) for t in TASKS_BY_ID["add"].tests]
@@ -79,3 +80,12 @@ def test_a_sandbox_that_cannot_start_is_an_error_not_a_reward(monkeypatch) -> No
     monkeypatch.setattr(sandbox_module, "build_filter", lambda pid: b"\xff" * 8)
     with pytest.raises(SandboxUnavailable, match="the coding sandbox could not start"):
         run_tests("def add(a, b):\n    return a + b", TASKS_BY_ID["add"].tests)
+
+
+def test_parallel_runs_fit_in_half_the_memory_limit() -> None:
+    """16 CPUs in a 1 GiB container at 256 MB a run: 2 at once, not 16 (the rest is the server's)."""
+    assert default_parallel(256, cpus=16, memory_limit=2**30) == 2
+    assert default_parallel(256, cpus=2, memory_limit=None) <= 2
+    assert default_parallel(4096, cpus=4, memory_limit=2**30) == 1
+    limit = memory_limit_bytes()
+    assert limit is None or limit > 0

@@ -96,6 +96,31 @@ class RunResult:
         return self.passed / self.total if self.total else 0.0
 
 
+def memory_limit_bytes() -> int | None:
+    """This process's cgroup memory limit (v2 or v1), or None where there is none."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 2**60:  # v1 writes a huge number for "no limit"
+            return int(raw)
+    return None
+
+
+def default_parallel(
+    memory_mb: int, cpus: int | None = None, memory_limit: int | None = None
+) -> int:
+    """How many runs at once by default: one per CPU this process may use, and no more than half
+    of the container's memory limit holds at ``memory_mb`` each (the server keeps the rest)."""
+    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0))
+    memory_limit = memory_limit if memory_limit is not None else memory_limit_bytes()
+    runs = cpus
+    if memory_limit:
+        runs = min(runs, memory_limit // 2 // (memory_mb * 2**20))
+    return max(1, runs)
+
+
 def _make_undumpable() -> None:
     """Keep a same-uid child out of this process's /proc files (environ, mem, fd). Linux only."""
     try:

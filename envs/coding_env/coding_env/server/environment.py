@@ -6,7 +6,8 @@ ends when every test passes or after ``max_attempts`` submissions. Hostile code 
 business (``coding_env.sandbox``): a run that loops, forks, floods output, exits early or writes
 anything but results is a failed submission that uses its attempt, with a status saying why,
 never a failed server; only a sandbox that cannot start at all is an error. Runs are bounded per server process
-(``CODING_MAX_PARALLEL``, default the CPU count); steps are plain methods, so they run in worker
+(``CODING_MAX_PARALLEL``, default one per usable CPU, and no more than half the container's
+memory limit holds); steps are plain methods, so they run in worker
 threads and a slow run never stalls other sessions.
 """
 
@@ -21,11 +22,11 @@ from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..grading import REWARD_RANGE
 from ..models import CodeAction, CodingObservation, CodingState
-from ..sandbox import Limits, run_tests
+from ..sandbox import Limits, default_parallel, run_tests
 from ..tasks import TASKS, TASKS_BY_ID, Task
 
 _PARALLEL = threading.BoundedSemaphore(
-    int(os.environ.get("CODING_MAX_PARALLEL") or os.cpu_count() or 1)
+    int(os.environ.get("CODING_MAX_PARALLEL") or default_parallel(Limits.from_env().memory_mb))
 )
 
 
