@@ -60,7 +60,7 @@ lint: setup
 # The fuzzers' long profile (1,000 examples per target, about an hour on 2 cores; the test run
 # uses a short one).
 fuzz: setup
-	$(BIN)/python -m pytest tests/fuzz -m fuzz --hypothesis-profile=long --timeout=7200 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/fuzz tests/security -m fuzz --hypothesis-profile=long --timeout=7200 $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python benchmarks/server_throughput.py

@@ -25,6 +25,8 @@ need=()
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v podman >/dev/null || need+=(podman)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# Podman's --init (every env container runs under an init that reaps orphans) needs catatonit.
+[ -x /usr/libexec/podman/catatonit ] || need+=(catatonit)
 if ((${#need[@]})); then
   log "installing ${need[*]}"
   apt-get -o DPkg::Lock::Timeout=600 update -qq

@@ -168,7 +168,8 @@ class ContainerProvider(Provider):
                 "python3", "-m", "openenv_train.runtime.launch", "--app", self.app,
                 "--host", "0.0.0.0", "--port", str(self.container_port),
             ]  # fmt: skip
-        host: dict[str, Any] = {}
+        # An init as PID 1 reaps every orphan (the engine's tini / catatonit), whatever the env runs.
+        host: dict[str, Any] = {"init": True}
         if self.network == "none":
             host["network_mode"] = ISOLATED_NETWORK
             del config["ports"]

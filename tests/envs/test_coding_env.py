@@ -94,6 +94,8 @@ def test_wrong_code_gets_partial_credit_and_errors_say_why() -> None:
     assert any("wrong value" in e for e in result.errors)
     broken = run_tests("def add(a, b) return", TASKS_BY_ID["add"].tests, LIMITS)
     assert broken.status == "load_error" and "SyntaxError" in broken.errors[0]
+    odd = run_tests("def add(a, b):\n    return {a, b}", TASKS_BY_ID["add"].tests, LIMITS)
+    assert odd.passed == 0 and "returned a wrong value" in odd.errors[0]
 
 
 def _submit(url: str, code: str, task_id: str = "add"):
@@ -142,7 +144,7 @@ def test_attack_fork_bomb(coding_url: str) -> None:
 
 def test_attack_huge_output(coding_url: str) -> None:
     result = _submit(coding_url, "while True:\n    print('x' * 100000)")
-    assert result.reward == 0.0 and "File too large" in " ".join(result.observation.errors)
+    assert result.reward == 0.0 and result.observation.status == "output_limit"
     assert len(result.observation.output) <= 2000
     _still_serving(coding_url)
 
@@ -204,12 +206,9 @@ def add(a, b):
 """
         result = _submit(coding_url, code)
     assert result.reward == 1.0, result.observation.errors
-    # a namespace needs root with CAP_SYS_ADMIN (some container runtimes drop it: then the block)
-    allowed = ("namespace", "socket-disabled") if ROOT else ("socket-disabled",)
-    assert result.observation.metadata["network"] in allowed
+    assert result.observation.metadata["network"] == "seccomp"  # no socket of any family
 
 
-@pytest.mark.skipif(not ROOT, reason="only root can move the child to a throw-away uid (README)")
 def test_attack_killing_the_server(coding_url: str) -> None:
     code = "import os, signal\nfor pid in (os.getppid(), 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass"
     result = _submit(coding_url, code)
@@ -231,3 +230,33 @@ def test_openenv_generic_client(coding_url: str) -> None:
         assert obs["function"] == "gcd"
         result = env.step({"code": REFERENCE["gcd"]})
         assert result.reward == 1.0 and result.done
+
+
+def test_bad_result_lines_fail_the_submission_and_use_its_attempt(coding_url: str) -> None:
+    """Result lines forged by the submission are its failure (reward 0, one attempt used), not an
+    error of the server, and never a reward above 1."""
+    forged = (
+        'import os\nfake = b\'\'.join(b\'{"event": "test", "index": %d, "passed": true}\\n\' % i'
+        " for i in range(2000)) + b'{not json\\n'\n"
+        "for fd in range(3, 32):\n    try:\n        os.write(fd, fake)\n    except OSError:\n"
+        "        pass\n" + REFERENCE["add"]
+    )
+    with CodingEnv(base_url=coding_url, timeout=60).sync() as env:
+        env.reset(task_id="add", max_attempts=2)
+        result = env.step(CodeAction(code=forged))
+        assert (result.reward, result.observation.status) == (0.0, "protocol_error")
+        assert result.observation.attempts_left == 1 and not result.done
+        result = env.step(CodeAction(code=REFERENCE["add"]))
+        assert result.reward == 1.0 and result.done
+
+
+def test_a_run_works_when_the_servers_descriptors_pass_1024() -> None:
+    """A busy server holds thousands of sockets: the sandbox's pipes get numbers past select()'s
+    limit of 1024, and the run must still be read (poll, not select)."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        result = run_tests(REFERENCE["add"], TASKS_BY_ID["add"].tests, LIMITS)
+        assert (result.status, result.passed) == ("ok", 3), result
+    finally:
+        for fd in held:
+            os.close(fd)

@@ -1,19 +1,23 @@
-"""Run untrusted Python against unit tests in a bounded child process; the server never dies of it.
+"""Run untrusted Python against a task's tests in one bounded child process; grade on this side.
 
-Every run gets: CPU seconds (``RLIMIT_CPU``), an address-space cap (``RLIMIT_AS``), an output cap
-(``RLIMIT_FSIZE`` on its stdout/stderr file: Python raises on the write past it), a wall-clock
-deadline, an empty environment (no inherited variables, so no tokens), an empty working
-directory it cannot write to, and its own process group and session. As root (CI, containers
-started as root) it also gets a private network namespace (no network at all) and a throw-away
-uid with ``RLIMIT_NPROC`` = 1 (no fork, no reading the server's private files or /proc entries,
-no signalling the server); every process left with that uid is stopped and killed afterwards.
-Not root: sockets are disabled inside the child (a best-effort block that ctypes could get
-around), the process group is killed afterwards, and the server process is made non-dumpable so
-a same-uid child cannot read ``/proc/<server>/environ``. Run it in the container runtime for
-the container's isolation on top.
+Every run, in every mode (root, non-root, inside the env's container):
 
-The tests run in the submission's own process, so a submission can tamper with its own tests
-(reward hacking); the sandbox protects the server and the machine, not the score.
+- one process, no more: the system-call filter (``coding_env.seccomp``) refuses fork, exec,
+  sockets of every family, signals to other processes, ptrace, every filesystem write and memory
+  that outlives the process (System V / POSIX shared memory); killing the process therefore
+  leaves nothing behind, and nothing is written anywhere to clean up;
+- CPU seconds (``RLIMIT_CPU``), an address-space cap (``RLIMIT_AS``), a wall-clock deadline, an
+  empty environment (no tokens), 32 open files, no core dumps;
+- its output and its results come back on pipes this process owns, read with a bound (more
+  output than ``output_bytes`` kills the run); no file is shared with the submission;
+- it is made non-dumpable, so no other process of its uid can read its memory or its /proc files;
+  the server is too;
+- as root it also runs under a uid of its own (not shared with any concurrent run of this
+  server), so it cannot read the server's private files.
+
+Grading happens here (``coding_env.grading``): the runner only reports values for the tests'
+calls. Reward hacking by returning the right values is the task solved; nothing a submission
+prints or writes can raise the reward above the fraction of tests it returned right values for.
 """
 
 from __future__ import annotations
@@ -25,13 +29,22 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .grading import MAX_VALUE_CHARS, Check, grade, parse_test
+from .seccomp import build_filter
+
 RUNNER = Path(__file__).with_name("runner.py")
 _UID_RANGE = (200_000, 2_000_000)
+_UIDS_IN_USE: set[int] = set()
+_UIDS_LOCK = threading.Lock()
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox could not be set up (an infrastructure failure, never a reward of 0)."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +80,13 @@ class Limits:
 @dataclass
 class RunResult:
     """What happened. ``status``: ok, load_error (the source raised, e.g. MemoryError), timeout
-    (wall clock), cpu_limit (killed for CPU time), crashed (exited or was killed early)."""
+    (wall clock), cpu_limit (killed for CPU time), output_limit (printed too much), crashed
+    (exited or was killed early), protocol_error (wrote something else on its result pipe)."""
 
     passed: int
     total: int
     status: str
-    network: str = "unknown"
+    network: str = "seccomp"
     errors: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
@@ -82,8 +96,33 @@ class RunResult:
         return self.passed / self.total if self.total else 0.0
 
 
+def memory_limit_bytes() -> int | None:
+    """This process's cgroup memory limit (v2 or v1), or None where there is none."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            raw = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) < 2**60:  # v1 writes a huge number for "no limit"
+            return int(raw)
+    return None
+
+
+def default_parallel(
+    memory_mb: int, cpus: int | None = None, memory_limit: int | None = None
+) -> int:
+    """How many runs at once by default: one per CPU this process may use, and no more than half
+    of the container's memory limit holds at ``memory_mb`` each (the server keeps the rest)."""
+    cpus = cpus if cpus is not None else len(os.sched_getaffinity(0))
+    memory_limit = memory_limit if memory_limit is not None else memory_limit_bytes()
+    runs = cpus
+    if memory_limit:
+        runs = min(runs, memory_limit // 2 // (memory_mb * 2**20))
+    return max(1, runs)
+
+
 def _make_undumpable() -> None:
-    """Keep a same-uid child out of this process's /proc files (environ, mem). Linux only."""
+    """Keep a same-uid child out of this process's /proc files (environ, mem, fd). Linux only."""
     try:
         import ctypes
 
@@ -92,49 +131,36 @@ def _make_undumpable() -> None:
         pass
 
 
-def _pids_of_uid(uid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid == uid:
-                pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
+def _claim_uid() -> int:
+    with _UIDS_LOCK:
+        while True:
+            uid = random.randint(*_UID_RANGE)
+            if uid not in _UIDS_IN_USE:
+                _UIDS_IN_USE.add(uid)
+                return uid
 
 
-def _sweep_uid(uid: int, deadline_s: float = 2.0) -> None:
-    """Stop (no more forks) and then kill every process running as the throw-away ``uid``."""
-    end = time.monotonic() + deadline_s
-    seen: set[int] = set()
-    while time.monotonic() < end:
-        pids = _pids_of_uid(uid)
-        if not pids:
-            return
-        for pid in pids:
-            sig = signal.SIGKILL if pid in seen else signal.SIGSTOP
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-            seen.add(pid)
-        time.sleep(0.01)
+def _release_uid(uid: int) -> None:
+    with _UIDS_LOCK:
+        _UIDS_IN_USE.discard(uid)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+@dataclass
+class _Streams:
+    """What came back on the two pipes, and why reading stopped."""
+
+    results: bytes = b""
+    output: bytes = b""
+    stopped: str = ""  # "", "timeout", "output_limit", "result_limit"
 
 
 def run_tests(
     source: str, tests: list[str] | tuple[str, ...], limits: Limits | None = None
 ) -> RunResult:
-    """Run ``source`` then each test expression in a sandboxed child; never raises for bad code."""
+    """Run ``source`` then each test's call in a sandboxed child; grade here; never raises for
+    bad code (``SandboxUnavailable`` when the sandbox itself cannot be set up)."""
     limits = limits or Limits()
+    checks = [parse_test(t) for t in tests]
     if len(source.encode()) > limits.source_bytes:
         return RunResult(
             0, len(tests), "load_error", errors=[f"source is over {limits.source_bytes} bytes"]
@@ -142,112 +168,165 @@ def run_tests(
     root = os.geteuid() == 0
     if not root:
         _make_undumpable()
-    uid = random.randint(*_UID_RANGE) if root else os.getuid()
+    uid = _claim_uid() if root else os.getuid()
+    started = time.monotonic()
+    try:
+        proc, streams = _run(source, checks, limits, uid)
+    finally:
+        if root:
+            _release_uid(uid)
+    return _summarise(streams, checks, proc.returncode, limits, time.monotonic() - started)
+
+
+def _run(
+    source: str, checks: list[Check], limits: Limits, uid: int
+) -> tuple[subprocess.Popen[bytes], _Streams]:
+    result_r, result_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", str(RUNNER)],
+            stdin=subprocess.PIPE,
+            stdout=out_w,
+            stderr=out_w,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            pass_fds=(result_w,),
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(result_w)
+        os.close(out_w)
     job = {
         "source": source,
-        "tests": list(tests),
+        "calls": [c.call for c in checks],
         "cpu_seconds": limits.cpu_seconds,
         "memory_mb": limits.memory_mb,
-        "output_bytes": limits.output_bytes,
         "uid": uid,
-        "max_procs": 1,
+        "result_fd": result_w,
+        "filter": build_filter(proc.pid).hex(),
+        "max_value_chars": MAX_VALUE_CHARS,
     }
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="coding-env-") as tmp:
-        os.chmod(tmp, 0o755)  # readable (cwd) but not writable by the throw-away uid
-        out_path = Path(tmp) / "output"
-        read_fd, write_fd = os.pipe()
-        job["result_fd"] = write_fd
-        with open(out_path, "wb") as out_file:
-            try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(RUNNER)],
-                    stdin=subprocess.PIPE,
-                    stdout=out_file,
-                    stderr=subprocess.STDOUT,
-                    cwd=tmp,
-                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-                    pass_fds=(write_fd,),
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            finally:
-                os.close(write_fd)
-        events = _collect(proc, read_fd, json.dumps(job).encode(), limits.wall_seconds)
-        _kill_group(proc)
-        if root:
-            _sweep_uid(uid)
+    try:
+        streams = _collect(proc, result_r, out_r, json.dumps(job).encode(), limits, len(checks))
+    finally:
+        try:
+            proc.kill()  # the one process there is: the filter refuses it any other
+        except ProcessLookupError:
+            pass
         proc.wait()
-        output = out_path.read_bytes()[-2000:].decode("utf-8", "replace")
-    return _summarise(events, len(tests), proc.returncode, output, time.monotonic() - started)
+        os.close(result_r)
+        os.close(out_r)
+    return proc, streams
 
 
-def _collect(proc: subprocess.Popen[bytes], read_fd: int, job: bytes, wall: float) -> list[dict]:
-    """Feed the job, read result lines until EOF and exit, or the wall-clock deadline (then kill)."""
-    deadline = time.monotonic() + wall
-    buf = b""
-    timed_out = False
+def _collect(
+    proc: subprocess.Popen[bytes],
+    result_r: int,
+    out_r: int,
+    job: bytes,
+    limits: Limits,
+    n_tests: int,
+) -> _Streams:
+    """Feed the job, read both pipes until EOF, a bound, or the wall-clock deadline."""
+    deadline = time.monotonic() + limits.wall_seconds
+    result_limit = 4096 + n_tests * (MAX_VALUE_CHARS + 400)
+    streams = _Streams()
     try:
         assert proc.stdin is not None
         proc.stdin.write(job)
         proc.stdin.close()
     except OSError:  # it died before reading its job; the summary says how
         pass
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([read_fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(read_fd, 65536)
+    _read_until(proc, result_r, out_r, streams, deadline, limits.output_bytes, result_limit)
+    if streams.stopped and streams.stopped != "result_limit":
+        _drain(result_r, streams, result_limit)  # lines already written (e.g. "start") count
+    return streams
+
+
+def _read_until(
+    proc: subprocess.Popen[bytes],
+    result_r: int,
+    out_r: int,
+    streams: _Streams,
+    deadline: float,
+    output_limit: int,
+    result_limit: int,
+) -> None:
+    poller = select.poll()  # not select(): a busy server's descriptors pass 1024
+    for fd in (result_r, out_r):
+        poller.register(fd, select.POLLIN)
+    open_fds = 2
+    while open_fds:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            streams.stopped = "timeout"
+            return
+        for fd, _ in poller.poll(remaining * 1000):
+            chunk = os.read(fd, 65536)
             if not chunk:
-                break
-            if len(buf) < 1_000_000:
-                buf += chunk
-        if not timed_out:
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        os.close(read_fd)
-    if timed_out:
-        _kill_group(proc)
-    events: list[dict] = []
-    for line in buf.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    if timed_out:
-        events.append({"event": "timeout"})
-    return events
+                poller.unregister(fd)
+                open_fds -= 1
+            elif fd == result_r:
+                streams.results += chunk
+                if len(streams.results) > result_limit:
+                    streams.stopped = "result_limit"
+                    return
+            else:
+                streams.output += chunk
+                if len(streams.output) > output_limit:
+                    streams.stopped = "output_limit"
+                    return
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        streams.stopped = "timeout"
+
+
+def _drain(fd: int, streams: _Streams, limit: int) -> None:
+    """Read what is already in the pipe, without waiting, up to ``limit`` bytes in all."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while len(streams.results) <= limit and poller.poll(0):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
+        streams.results += chunk
 
 
 def _summarise(
-    events: list[dict], total: int, rc: int | None, output: str, secs: float
+    streams: _Streams, checks: list[Check], rc: int | None, limits: Limits, secs: float
 ) -> RunResult:
-    network = next(
-        (e.get("network", "unknown") for e in events if e.get("event") == "start"), "unknown"
-    )
-    tests = {e["index"]: e for e in events if e.get("event") == "test"}
-    passed = sum(1 for e in tests.values() if e.get("passed"))
-    errors = [f"test {i}: {e['error']}" for i, e in sorted(tests.items()) if e.get("error")]
-    if any(e.get("event") == "timeout" for e in events):
+    output = streams.output[: limits.output_bytes][-2000:].decode("utf-8", "replace")
+    lines = streams.results.splitlines()
+    if streams.stopped == "result_limit":
+        lines.append(b"(more than the result bound)")
+    verdict = grade(lines, checks)
+    total = len(checks)
+    if verdict.sandbox_error is not None:
+        raise SandboxUnavailable(f"the coding sandbox could not start: {verdict.sandbox_error}")
+    if not verdict.started and verdict.protocol_error is None:  # the submission never ran
+        detail = output.strip()[-300:] or streams.stopped or f"exit status {rc}"
+        raise SandboxUnavailable(f"the coding sandbox's runner stopped before the code: {detail}")
+    errors = verdict.errors
+    if verdict.protocol_error is not None:
+        status = "protocol_error"
+        errors = [f"the run wrote something else than results: {verdict.protocol_error}"]
+    elif streams.stopped == "timeout":
         status = "timeout"
         errors.append("killed at the wall-clock limit")
-    elif any(e.get("event") == "load_error" for e in events):
+    elif streams.stopped == "output_limit":  # a failure whatever it returned (no race)
+        status, verdict.passed = "output_limit", 0
+        errors = [f"printed more than {limits.output_bytes} bytes"]
+    elif verdict.load_error is not None:
         status = "load_error"
-        errors.insert(0, next(e["error"] for e in events if e.get("event") == "load_error"))
-    elif any(e.get("event") == "done" for e in events):
+        errors.insert(0, verdict.load_error)
+    elif verdict.finished:
         status = "ok"
     else:
         status = "cpu_limit" if rc in (-signal.SIGXCPU, -signal.SIGKILL) else "crashed"
         how = f"signal {-rc}" if rc is not None and rc < 0 else f"exit status {rc}"
-        errors.append(
-            f"the process ended before the tests finished ({how}; {len(tests)}/{total} ran)"
-        )
-    return RunResult(passed, total, status, network, errors[:20], output, round(secs, 3))
+        ran = len(verdict.errors) + verdict.passed
+        errors.append(f"the process ended before the tests finished ({how}; {ran}/{total} ran)")
+    return RunResult(verdict.passed, total, status, "seccomp", errors[:20], output, round(secs, 3))

@@ -1,7 +1,8 @@
 """The task set, written here: small functions, each with unit tests as Python expressions.
 
-A test is an expression that must evaluate to ``True`` (exactly ``True``: an object that merely
-claims equality does not pass) in the namespace the submission defined.
+A test is ``CALL == LITERAL`` or ``CALL is True|False|None``: the sandbox evaluates only the call
+and returns the value's ``repr`` (built-in types only); the server compares it with the literal
+(``coding_env.grading``), so nothing the submission does can change the comparison.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ TASKS: tuple[Task, ...] = (
         "celsius_to_fahrenheit(c): degrees Fahrenheit as a float.",
         "celsius_to_fahrenheit(0) == 32.0",
         "celsius_to_fahrenheit(100) == 212.0",
-        "abs(celsius_to_fahrenheit(-40) + 40.0) < 1e-9",
+        "celsius_to_fahrenheit(-40) == -40.0",
     ),
     _t(
         "anagrams",

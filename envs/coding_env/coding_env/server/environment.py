@@ -1,10 +1,13 @@
 """The coding env: the model submits Python source, the sandbox runs the task's tests on it.
 
-reward = fraction of the task's tests passed by this submission. The episode ends when every
-test passes or after ``max_attempts`` submissions. Hostile code is the sandbox's business
-(``coding_env.sandbox``): a run that loops, forks, floods output or exits early is a failed
-submission with a status saying why, never a failed server. Runs are bounded per server process
-(``CODING_MAX_PARALLEL``, default the CPU count); steps are plain methods, so they run in worker
+reward = fraction of the task's tests passed by this submission, computed by the server from the
+values the sandbox returns (``coding_env.grading``) and clamped to ``REWARD_RANGE``. The episode
+ends when every test passes or after ``max_attempts`` submissions. Hostile code is the sandbox's
+business (``coding_env.sandbox``): a run that loops, forks, floods output, exits early or writes
+anything but results is a failed submission that uses its attempt, with a status saying why,
+never a failed server; only a sandbox that cannot start at all is an error. Runs are bounded per server process
+(``CODING_MAX_PARALLEL``, default one per usable CPU, and no more than half the container's
+memory limit holds); steps are plain methods, so they run in worker
 threads and a slow run never stalls other sessions.
 """
 
@@ -17,12 +20,13 @@ import uuid
 
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
+from ..grading import REWARD_RANGE
 from ..models import CodeAction, CodingObservation, CodingState
-from ..sandbox import Limits, run_tests
+from ..sandbox import Limits, default_parallel, run_tests
 from ..tasks import TASKS, TASKS_BY_ID, Task
 
 _PARALLEL = threading.BoundedSemaphore(
-    int(os.environ.get("CODING_MAX_PARALLEL") or os.cpu_count() or 1)
+    int(os.environ.get("CODING_MAX_PARALLEL") or default_parallel(Limits.from_env().memory_mb))
 )
 
 
@@ -87,7 +91,9 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
         with _PARALLEL:
             result = run_tests(action.code, task.tests, self._limits)
         self._attempts += 1
-        self._best = max(self._best, result.fraction)
+        low, high = REWARD_RANGE
+        reward = min(high, max(low, result.fraction))
+        self._best = max(self._best, reward)
         self._done = result.passed == result.total or self._attempts >= self._max_attempts
         return CodingObservation(
             task_id=task.id,
@@ -98,7 +104,7 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
             errors=result.errors,
             output=result.output,
             attempts_left=self._max_attempts - self._attempts,
-            reward=round(result.fraction, 6),
+            reward=round(reward, 6),
             done=self._done,
             metadata={"network": result.network, "seconds": result.seconds},
         )

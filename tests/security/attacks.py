@@ -1,0 +1,274 @@
+"""Hostile submissions for the coding sandbox, one per finding of the security audit, and the
+round that runs one of them next to an honest "victim" session and checks the invariants.
+
+Standard library plus ``coding_env`` only: ``attack_driver.py`` imports this module in a process
+that runs under another uid (the non-root mode) and prints the outcomes as JSON.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+MARKER = "coding-attack"
+ADD = "\ndef add(a, b):\n    return a + b\n"
+VICTIM_SECRET = "victim-secret-7f3a"
+VICTIM = (
+    f"print({VICTIM_SECRET!r})\n"
+    "import time\n"
+    "def add(a, b):\n    time.sleep(0.15)\n    return a + b\n"
+)
+
+#: Waits (up to 2 s) until another sandboxed run is alive, so the attack meets its victim.
+FIND_VICTIMS = """
+import os, time
+def victims():
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if b'runner.py' in open('/proc/%s/cmdline' % entry, 'rb').read():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+_end = time.time() + 2
+while not victims() and time.time() < _end:
+    time.sleep(0.01)
+"""
+
+ATTACKS: dict[str, str] = {
+    # 1. take the server down: its output file, zombies, memory through children
+    "symlink_output_to_dev_zero": (
+        f"import os\nfor p in ('output', '/tmp/{MARKER}-out'):\n"
+        "    try:\n        os.symlink('/dev/zero', p)\n    except OSError:\n        pass\n" + ADD
+    ),
+    "fifo_output": (
+        f"import os\nfor p in ('output', '/tmp/{MARKER}-fifo'):\n"
+        "    try:\n        os.mkfifo(p)\n    except OSError:\n        pass\n" + ADD
+    ),
+    "zombies_fill_the_pids_limit": (
+        "import os\nfor _ in range(300):\n    try:\n        if os.fork() == 0:\n"
+        "            os._exit(0)\n    except OSError:\n        break\n" + ADD
+    ),
+    "forty_children_of_40mb": (
+        "import os, time\nfor _ in range(40):\n    try:\n        if os.fork() == 0:\n"
+        "            x = bytearray(40 * 2**20)\n            time.sleep(30)\n            os._exit(0)\n"
+        "    except OSError:\n        break\n" + ADD
+    ),
+    # 2. change another session's score
+    "double_fork_setsid_then_signal": FIND_VICTIMS
+    + (
+        "import signal\ntry:\n    if os.fork() == 0:\n        os.setsid()\n"
+        "        if os.fork() == 0:\n            for _ in range(300):\n"
+        "                for pid in victims():\n                    try:\n"
+        "                        os.kill(pid, signal.SIGSTOP)\n                    except OSError:\n"
+        "                        pass\n                time.sleep(0.01)\n        os._exit(0)\n"
+        "except OSError:\n    pass\n" + ADD
+    ),
+    "signal_other_runners_and_the_server": FIND_VICTIMS
+    + (
+        "import signal\nfor pid in victims() + [os.getppid(), 1]:\n"
+        "    for sig in (signal.SIGSTOP, signal.SIGKILL):\n        try:\n            os.kill(pid, sig)\n"
+        "        except OSError:\n            pass\n    try:\n        os.killpg(pid, signal.SIGKILL)\n"
+        "    except OSError:\n        pass\n" + ADD
+    ),
+    "write_results_into_other_pipes": FIND_VICTIMS
+    + (
+        'line = b\'{"event": "value", "index": 0, "repr": "666"}\\n\' * 50\n'
+        "for pid in victims() + [os.getppid()]:\n    try:\n        fds = os.listdir('/proc/%d/fd' % pid)\n"
+        "    except OSError:\n        continue\n    for fd in fds:\n        try:\n"
+        "            f = os.open('/proc/%d/fd/%s' % (pid, fd), os.O_WRONLY | os.O_NONBLOCK)\n"
+        "            os.write(f, line)\n            os.close(f)\n        except OSError:\n"
+        "            pass\n" + ADD
+    ),
+    "import__socket": "import _socket\n_socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)\n"
+    + ADD,
+    "rewrite_the_runner": "open(RUNNER_PATH, 'a').write('\\nraise SystemExit')\n" + ADD,
+    # 3. rewards out of range
+    "fake_results_on_every_fd": (  # the audit's 666.67: 2000 distinct passing indexes
+        'import os\nfake = b\'\'.join(b\'{"event": "test", "index": %d, "passed": true}\\n\' % i '
+        "for i in range(2000))\n"
+        'fake += b\'\'.join(b\'{"event": "value", "index": %d, "repr": "5"}\\n\' % i '
+        "for i in range(2000))\n"
+        "for fd in range(3, 32):\n    try:\n        os.write(fd, fake)\n"
+        "    except OSError:\n        pass\n" + ADD
+    ),
+    "print_result_lines": (
+        "for i in range(2000):\n"
+        '    print(\'{"event": "value", "index": %d, "repr": "5"}\' % i)\n' + ADD
+    ),
+    "malformed_result_line": (
+        "import os\nfor fd in range(3, 32):\n    try:\n"
+        '        os.write(fd, b\'{not json\\n{"event": "load_error"}\\n{"event": "test"}\\n\')\n'
+        "    except OSError:\n        pass\n" + ADD
+    ),
+    # 6. leaks between episodes (root mode in the audit; every mode here)
+    "fill_dev_shm": (
+        f"import os\nfor i in range(100):\n    try:\n"
+        f"        with open('/dev/shm/{MARKER}-%d' % i, 'wb') as f:\n"
+        "            f.write(b'x' * 2**20)\n    except OSError:\n        pass\n"
+        "try:\n    fd = os.memfd_create('x')\n    os.write(fd, b'x' * 2**20)\nexcept OSError:\n"
+        "    pass\n" + ADD
+    ),
+    "host_unix_socket": (
+        "import _socket\ns = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)\n"
+        "s.connect(UNIX_SOCKET_PATH)\ns.send(b'hello')\n" + ADD
+    ),
+    "read_other_sessions_output": FIND_VICTIMS
+    + (
+        "seen = []\nfor name in os.listdir('/tmp'):\n    try:\n"
+        "        seen.append(open('/tmp/%s/output' % name).read())\n    except OSError:\n"
+        "        pass\n"
+        "for pid in victims():\n    try:\n        fds = os.listdir('/proc/%d/fd' % pid)\n"
+        "    except OSError:\n        continue\n    for fd in fds:\n        try:\n"
+        "            f = os.open('/proc/%d/fd/%s' % (pid, fd), os.O_RDONLY | os.O_NONBLOCK)\n"
+        "            seen.append(os.read(f, 4096).decode('utf-8', 'replace'))\n"
+        "        except OSError:\n            pass\n"
+        "print('SEEN', seen)\n" + ADD
+    ),
+    "exec_a_shell": "import os\nos.execv('/bin/sh', ['sh', '-c', 'sleep 30'])\n" + ADD,
+}
+
+
+@dataclass
+class Outcome:
+    """One round: the attacker's and the victim's results, and what was left behind."""
+
+    attack: str
+    reward: float
+    status: str
+    output: str
+    victim_reward: float
+    victim_status: str
+    runner_changed: bool
+    left_processes: list[int]
+    left_files: list[str]
+    unix_connections: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: What the sandbox answers, where an attack has one right answer.
+EXPECTED_STATUS = {
+    "fake_results_on_every_fd": "protocol_error",
+    "malformed_result_line": "protocol_error",
+    "print_result_lines": "output_limit",
+    "import__socket": "load_error",
+    "host_unix_socket": "load_error",
+    "exec_a_shell": "load_error",
+    "rewrite_the_runner": "load_error",
+}
+
+
+def check_invariants(outcome: Outcome) -> None:
+    assert 0.0 <= outcome.reward <= 1.0, outcome
+    assert (outcome.victim_reward, outcome.victim_status) == (1.0, "ok"), outcome
+    assert not outcome.left_processes, outcome
+    assert not outcome.left_files, outcome
+    assert not outcome.runner_changed, outcome
+    assert outcome.unix_connections == 0, outcome
+    assert VICTIM_SECRET not in outcome.output, outcome
+    if outcome.attack in EXPECTED_STATUS:
+        assert outcome.status == EXPECTED_STATUS[outcome.attack], outcome
+
+
+def runner_path() -> Path:
+    from coding_env import sandbox
+
+    return sandbox.RUNNER
+
+
+def sandbox_processes(runner: Path) -> list[int]:
+    """Processes still running this checkout's runner (a forked child keeps its cmdline)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(runner).encode() in cmd:
+            found.append(int(entry))
+    return found
+
+
+def left_files() -> list[str]:
+    return sorted(
+        glob.glob(f"/tmp/{MARKER}*") + glob.glob(f"/dev/shm/{MARKER}*") + glob.glob("/output")
+    )
+
+
+def program(attack: str, unix_socket: str = "/nonexistent") -> str:
+    """The attack's source, with the paths it aims at filled in."""
+    head = f"RUNNER_PATH = {str(runner_path())!r}\nUNIX_SOCKET_PATH = {unix_socket!r}\n"
+    return head + ATTACKS[attack]
+
+
+def run_round(
+    attack: str,
+    submit: Callable[[str], tuple[float, str, str]] | None = None,
+    source: str | None = None,
+) -> Outcome:
+    """Run ``attack`` (or ``source``, a program of its own, under that label) while a victim session runs an honest submission; ``submit(code)`` returns
+    ``(reward, status, output)`` (default: ``run_tests`` in this process). A world-writable unix
+    socket listens meanwhile: ``unix_connections`` counts who reached it."""
+    submit = submit or _submit_here
+    runner = runner_path()
+    digest = hashlib.sha256(runner.read_bytes()).hexdigest()
+    victim: dict[str, tuple[float, str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="coding-listener-") as folder:
+        os.chmod(folder, 0o777)
+        path = os.path.join(folder, "s")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            os.chmod(path, 0o777)
+            listener.listen(16)
+            listener.setblocking(False)
+            thread = threading.Thread(target=lambda: victim.setdefault("r", submit(VICTIM)))
+            thread.start()
+            time.sleep(0.05)
+            code = program(attack, path) if source is None else source
+            reward, status, output = submit(code)
+            thread.join()
+            connections = 0
+            while True:
+                try:
+                    listener.accept()[0].close()
+                    connections += 1
+                except BlockingIOError:
+                    break
+    deadline = time.monotonic() + 3
+    while sandbox_processes(runner) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return Outcome(
+        attack,
+        reward,
+        status,
+        output[-500:],
+        victim["r"][0],
+        victim["r"][1],
+        hashlib.sha256(runner.read_bytes()).hexdigest() != digest,
+        sandbox_processes(runner),
+        left_files(),
+        connections,
+    )
+
+
+def _submit_here(code: str) -> tuple[float, str, str]:
+    from coding_env import TASKS_BY_ID, Limits, run_tests
+
+    limits = Limits(cpu_seconds=2, memory_mb=256, output_bytes=65_536, wall_seconds=6.0)
+    result = run_tests(code, TASKS_BY_ID["add"].tests, limits)
+    return result.fraction, result.status, result.output
