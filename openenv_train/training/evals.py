@@ -138,6 +138,11 @@ class Evals:
     def begin(self) -> None:
         """A fresh run: the untrained model on the final games (printed) and on the validation
         games (the curve's first point). A resumed one: its eval before, curve and best."""
+        curve_baselines = self.spec.curve_baselines
+        if curve_baselines is None:
+            curve_baselines = self.spec.validation_baselines
+        if curve_baselines:  # the viewer's dashed lines while the run trains
+            (self.run.path / "baselines.json").write_text(json.dumps(curve_baselines))
         if self.run.resume:
             self.restore(self.run.restored)
             console.print(f"resuming {self.run.path} from {self.run.folder.last_checkpoint()}")
