@@ -130,3 +130,25 @@ def _up(url: str) -> bool:
         return httpx.get(url + "/health", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+@pytest.mark.parametrize(
+    ("host", "flag", "expected"),
+    [("127.0.0.1", None, True), ("127.0.0.1", False, False), ("0.0.0.0", None, False)]
+    + [("0.0.0.0", True, True)],
+)
+def test_serve_turns_the_page_on_for_loopback_only_by_default(
+    host: str, flag: bool | None, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from openenv_train.cli.serve_local import playground_on
+    from openenv_train.server.web import WEB_ENV, web_enabled
+
+    monkeypatch.delenv(WEB_ENV, raising=False)
+    assert web_enabled(None) is False  # create_app leaves it off unless asked
+    assert playground_on(argparse.Namespace(host=host, web=flag)) is expected
+    assert web_enabled(None) is expected  # what the app uvicorn imports then reads
+    monkeypatch.setenv(WEB_ENV, "yes please")
+    with pytest.raises(ValueError, match=WEB_ENV):
+        web_enabled(None)
