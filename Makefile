@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table docs docs-gen
+.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table \
+	docs docs-gen browser-ready screenshots
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +27,7 @@ demo: setup
 
 test: test-main test-vllm
 
-test-main: setup engines-ready
+test-main: setup engines-ready browser-ready
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
 
 test-vllm:
@@ -41,6 +42,17 @@ engines:
 engines-ready: setup
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/container_engines.sh; \
 	else $(BIN)/python scripts/engines_ready.py; fi
+
+# Before the suite: as root, install Debian's chromium for the browser tests (tests/web);
+# otherwise stop here, with the fix, when there is none.
+browser-ready:
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/browser.sh; \
+	elif ! command -v chromium >/dev/null && [ -z "$$OPENENV_TRAIN_CHROMIUM" ]; then \
+	echo "no chromium for tests/web: run 'sudo bash scripts/browser.sh'"; exit 1; fi
+
+# docs/img's pictures of the env playground and the run viewer, taken in headless Chromium.
+screenshots: setup browser-ready
+	$(BIN)/python scripts/screenshots.py
 
 # The docs' config-key tables, regenerated from the recipes' config classes (tests/cli checks).
 config-table: setup

@@ -205,6 +205,12 @@ def register(sub: Any) -> None:  # argparse's subparsers object
         default=None,
         help="require the bearer token in this file (beyond loopback one is generated if unset)",
     )
+    p.add_argument(
+        "--web",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the playground page at /web (default: on for loopback, off beyond it; local runtime)",
+    )
     p.add_argument("--image", default=None, help="container image (default: build PATH first)")
     p.add_argument("--base-image", default=None, help="BASE_IMAGE when serve builds the image")
     serve_ray.add_arguments(p)  # --replicas, --ray-address, ... (--runtime ray)

@@ -12,6 +12,7 @@
     openenv-train recipes                      the registered recipes, one line each
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
+    openenv-train view RUN [RUN ...]           a local page: curves, eval episodes, config
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -30,6 +31,7 @@ from .. import __version__
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
+from .view_cmd import register as register_view
 
 
 class CLIError(Exception):
@@ -202,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_recipes)
     register_curve(sub)
+    register_view(sub)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ..runtime.app_dir import add_app_dir
 from ..runtime.ports import free_port
 from ..server import serve
 from ..server.serve import LOOPBACK_HOSTS
+from ..server.web import WEB_ENV
 
 
 def module_folder(app: str) -> Path:
@@ -40,7 +42,16 @@ def module_folder(app: str) -> Path:
     return Path(spec.origin or ".").resolve().parent
 
 
-def banner(app: str, host: str, port: int, reload_dir: Path | None) -> str:
+def playground_on(args: argparse.Namespace) -> bool:
+    """The playground at ``/web``: on for loopback unless ``--no-web``, off beyond it unless
+    ``--web``; told to the app (built later, by uvicorn) through ``OPENENV_TRAIN_WEB``."""
+    choice = getattr(args, "web", None)
+    on = args.host in LOOPBACK_HOSTS if choice is None else choice
+    os.environ[WEB_ENV] = "1" if on else "0"
+    return on
+
+
+def banner(app: str, host: str, port: int, reload_dir: Path | None, web: bool = False) -> str:
     """What the user needs to reach the server and to stop it."""
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
@@ -49,6 +60,8 @@ def banner(app: str, host: str, port: int, reload_dir: Path | None) -> str:
         f"  health   {url}/health      API docs {url}/docs",
         f"  sessions ws://{shown}:{port}/ws (EnvClient)   MCP {url}/mcp",
     ]
+    if web:
+        lines.append(f"  playground {url}/web (a browser plays the env by hand)")
     if reload_dir is not None:
         lines.append(f"  reloading when a .py file under {reload_dir} changes")
     lines.append("Ctrl-C stops the server.")
@@ -61,9 +74,10 @@ def serve_local(app: str, env_dir: Path | None, args: argparse.Namespace) -> Non
     watch = module_folder(app)  # also checks that the module exists before uvicorn starts
     if args.host not in LOOPBACK_HOSTS:
         print(f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr)
+    web = playground_on(args)
     port = args.port or free_port(args.host)
     options: dict[str, object] = {}
     if args.reload:
         options = {"reload": True, "reload_dirs": [str(watch)]}
-    print(banner(app, args.host, port, watch if args.reload else None), flush=True)
+    print(banner(app, args.host, port, watch if args.reload else None, web), flush=True)
     serve(app, host=args.host, port=port, token_file=args.token_file, **options)

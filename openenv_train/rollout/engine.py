@@ -136,7 +136,7 @@ class RolloutEngine(EpisodeRunner):
         async def respond(gen: Generation) -> Reply:
             action = spec.parse_action(gen.text)
             if action is None:
-                return Reply(stop="invalid")
+                return Reply(stop="invalid", reward=float(spec.invalid_action_reward))
             t0 = time.perf_counter()
             step = await client.step(action)
             env["s"] += time.perf_counter() - t0
@@ -148,7 +148,7 @@ class RolloutEngine(EpisodeRunner):
                         f"the env at {session.url} ended the episode without a reward "
                         "(done=True, reward=None)"
                     )
-                return Reply(stop="done")
+                return Reply(stop="done", reward=env["reward"])
             return Reply([{"role": spec.env_role, "content": spec.render(step)}])
 
         assert self.batcher is not None and self.codec is not None

@@ -11,7 +11,8 @@ text that would overflow the budget ends the episode instead), and the token rec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -98,6 +99,8 @@ class Reply:
 
     messages: list[Message] = field(default_factory=list)
     stop: str | None = None
+    #: the episode's reward when ``stop`` ends it (kept only by an :class:`EpisodeRecorder`)
+    reward: float | None = None
 
 
 @dataclass
@@ -142,6 +145,24 @@ async def play_episode(
     ``generate(context_ids, sampling)`` samples one turn (usually ``GenerationBatcher.generate``,
     so concurrent episodes share policy calls); ``tools`` go to the chat template.
     """
+    slot = _RECORDERS[-1].reserve() if _RECORDERS else None
+    last: list[Reply] = []
+    episode = await _loop(messages, generate, codec, config, respond, sampling, tools, last)
+    if slot is not None:
+        slot.fill(episode, codec, last[-1] if last else None)
+    return episode
+
+
+async def _loop(
+    messages: list[Message],
+    generate: Generate,
+    codec: TokenCodec,
+    config: RolloutConfig,
+    respond: Respond,
+    sampling: SamplingSettings | None,
+    tools: list[dict[str, Any]] | None,
+    last: list[Reply],
+) -> Episode:
     sampling = sampling or config.sampling(codec.tokenizer)
     tokens = EpisodeTokens(codec.prompt_ids(messages, tools))
     turns = 0
@@ -162,6 +183,8 @@ async def play_episode(
         tokens.add_model(list(gen.token_ids), list(gen.logprobs))
         turns += 1
         reply = await respond(gen)
+        if _RECORDERS:
+            last[:] = [reply]
         if reply.stop:
             return Episode(tokens, turns, reply.stop)
         if turns >= config.max_turns:  # env text the model would never answer stays out
@@ -170,6 +193,83 @@ async def play_episode(
         if len(tokens.completion_ids) + len(env_ids) >= config.max_episode_tokens:
             return Episode(tokens, turns, LIMIT)
         tokens.add_env(env_ids)
+
+
+class _Slot:
+    """One episode an :class:`EpisodeRecorder` keeps, filled in when the episode ends."""
+
+    def __init__(self, into: list[dict[str, Any]], index: int) -> None:
+        self.into, self.index = into, index
+
+    def fill(self, episode: Episode, codec: TokenCodec, last: Reply | None) -> None:
+        self.into[self.index] = episode_turns(episode, codec, last)
+
+
+class EpisodeRecorder:
+    """Keeps the first ``limit`` episodes :func:`play_episode` plays while it is active (in the
+    order they start, so seeded evals line up), decoded turn by turn: the run viewer's samples.
+    Nothing is decoded or kept while no recorder is active."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._episodes: list[dict[str, Any]] = []
+
+    def reserve(self) -> _Slot | None:
+        if len(self._episodes) >= self.limit:
+            return None
+        self._episodes.append({})
+        return _Slot(self._episodes, len(self._episodes) - 1)
+
+    @property
+    def episodes(self) -> list[dict[str, Any]]:
+        """The episodes that ended (one still in play when recording stopped is left out)."""
+        return [e for e in self._episodes if e]
+
+
+_RECORDERS: list[EpisodeRecorder] = []
+
+
+@contextmanager
+def recording(limit: int) -> Iterator[EpisodeRecorder]:
+    """Record up to ``limit`` episodes played inside the ``with`` block (any thread)."""
+    recorder = EpisodeRecorder(limit)
+    _RECORDERS.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDERS.remove(recorder)
+
+
+def episode_turns(episode: Episode, codec: TokenCodec, last: Reply | None) -> dict[str, Any]:
+    """One episode as JSON-ready turns: the prompt, each model answer (text, tokens, logprobs),
+    each env text, and the end (stop reason, reward when the env side gave one)."""
+    tok, t = codec.tokenizer, episode.tokens
+    turns: list[dict[str, Any]] = [{"role": "prompt", "text": tok.decode(t.prompt_ids)}]
+    start = 0
+    mask = t.env_mask
+    while start < len(mask):
+        end = start
+        while end < len(mask) and mask[end] == mask[start]:
+            end += 1
+        ids = t.completion_ids[start:end]
+        if mask[start]:
+            turns.append(
+                {
+                    "role": "model",
+                    "text": tok.decode(ids),
+                    "tokens": [tok.decode([i]) for i in ids],
+                    "logprobs": [round(x, 4) for x in t.logprobs[start:end]],
+                }
+            )
+        else:
+            turns.append({"role": "env", "text": tok.decode(ids)})
+        start = end
+    if last is not None and last.stop and last.messages:
+        turns.append(
+            {"role": "env", "text": "\n".join(str(m.get("content", "")) for m in last.messages)}
+        )
+    reward = last.reward if last is not None and last.stop else None
+    return {"reward": reward, "stop": episode.stop, "num_turns": episode.turns, "turns": turns}
 
 
 _timeout = getattr(asyncio, "timeout", None)

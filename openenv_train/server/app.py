@@ -14,6 +14,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, HTTPException, Request
@@ -34,6 +35,7 @@ from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
 from .mcp_streamable import StreamableMcp
 from .sessions import FactoryError, SessionManager, factory_name
+from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
 
 log = logging.getLogger("openenv_train.server")
@@ -162,6 +164,8 @@ def create_app(
     metadata: EnvironmentMetadata | dict[str, Any] | None = None,
     limits: Limits | None = None,
     token: str | None = None,
+    web: bool | None = None,
+    web_renderer: str | Path | None = None,
 ) -> FastAPI:
     """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
 
@@ -172,6 +176,9 @@ def create_app(
     a client may spend (default: ``Limits.from_env()``). ``token``: require
     ``Authorization: Bearer <token>`` on every route but ``/health`` (default: the
     ``OPENENV_TRAIN_TOKEN`` or ``OPENENV_TRAIN_TOKEN_FILE`` variable; unset means no token).
+    ``web``: serve the playground page at ``/web`` (behind the same gate; default: the
+    ``OPENENV_TRAIN_WEB`` variable, which ``openenv-train serve`` sets on loopback; else off).
+    ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
     """
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
     if limits is not None and not isinstance(limits, Limits):
@@ -179,6 +186,7 @@ def create_app(
     limits = limits if limits is not None else Limits.from_env()
     token = check_token(token, "token") if token is not None else token_from_env()
     resolved_mode = _resolve_mode(mode)
+    renderer = check_renderer(web_renderer)
     manager = SessionManager(env_factory, max_sessions, session_timeout, limits)
     mcp = McpHandler(manager, action_cls)
     endpoint = WebSocketEndpoint(manager, action_cls, validate_reset, mcp, limits)
@@ -266,6 +274,8 @@ def create_app(
 
     if resolved_mode == "simulation":
         _add_simulation_routes(app, env_factory, action_cls, state_cls)
+    if web_enabled(web):
+        add_playground(app, renderer)
     return app
 
 

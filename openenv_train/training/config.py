@@ -254,6 +254,9 @@ class EvalSection(StrictModel):
     #: Save the weights of the periodic eval with the best mean return (validation games, seeded
     #: apart from the final eval's, so the final numbers stay unbiased) instead of the last step's.
     keep_best: bool = True
+    #: episodes of each periodic eval saved to ``trajectories/step_NNNNNN.jsonl`` for
+    #: ``openenv-train view`` (the first ones played, decoded turn by turn); 0 saves none
+    trajectories: int = Field(16, ge=0, le=1000)
 
 
 #: A run name: a folder name under ``output_dir``.

@@ -18,6 +18,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from openenv_train.rollout.episode import recording
+
 console = Console()
 Metrics = dict[str, float]
 
@@ -71,6 +73,19 @@ class EvalSpec:
     episodes_per_step: int = 0
 
 
+def write_trajectories(run_dir: Path, step: int, episodes: list[dict[str, Any]], env: Any) -> Path:
+    """``trajectories/step_NNNNNN.jsonl``: one periodic eval's sample, one episode a line, each
+    with its ``task`` (its place among the eval's seeded games: the same task at every eval)."""
+    folder = run_dir / "trajectories"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"step_{step:06d}.jsonl"
+    name = getattr(env, "app", None)
+    with path.open("w") as f:
+        for task, episode in enumerate(episodes):
+            f.write(json.dumps({"step": step, "task": task, "env": name, **episode}) + "\n")
+    return path
+
+
 class Evals:
     """The eval state of one run (``run``: :class:`~openenv_train.training.lifecycle.Run`)."""
 
@@ -98,12 +113,24 @@ class Evals:
                 RichProgressCallback(f"GRPO {self.cfg.name}", fields=spec.progress_fields),
                 every=self.cfg.grpo.logging_steps,
             )
+        self._sample: list[dict[str, Any]] | None = None
         self.periodic = PeriodicEvalCallback(
-            lambda _model: self.greedy(validation=True), self.cfg.eval.every, self.record
+            lambda _model: self.validation(), self.cfg.eval.every, self.record
         )
 
     def greedy(self, validation: bool = False) -> Metrics:
         return self.spec.greedy(self.model, validation)
+
+    def validation(self) -> Metrics:
+        """A periodic eval (greedy, validation games), keeping a sample of its episodes that
+        ``record`` writes for the run viewer; nothing is recorded between evals."""
+        limit = self.cfg.eval.trajectories
+        if not limit:
+            return self.greedy(validation=True)
+        with recording(limit) as recorder:
+            metrics = self.greedy(validation=True)
+        self._sample = recorder.episodes
+        return metrics
 
     def table(self, when: str, rows: dict[str, Metrics]) -> Table:
         return results_table(self.spec.table_title.format(when), rows, self.spec.columns)
@@ -111,6 +138,11 @@ class Evals:
     def begin(self) -> None:
         """A fresh run: the untrained model on the final games (printed) and on the validation
         games (the curve's first point). A resumed one: its eval before, curve and best."""
+        curve_baselines = self.spec.curve_baselines
+        if curve_baselines is None:
+            curve_baselines = self.spec.validation_baselines
+        if curve_baselines:  # the viewer's dashed lines while the run trains
+            (self.run.path / "baselines.json").write_text(json.dumps(curve_baselines))
         if self.run.resume:
             self.restore(self.run.restored)
             console.print(f"resuming {self.run.path} from {self.run.folder.last_checkpoint()}")
@@ -120,7 +152,7 @@ class Evals:
         console.print(f"eval before training: {time.perf_counter() - t0:.1f}s")
         self.metrics.write("eval_before", 0, before)
         console.print(self.table("before training", {"model": before, **self.spec.baselines}))
-        self.record(0, self.greedy(validation=True))
+        self.record(0, self.validation())
 
     def restore(self, rows: list[dict[str, Any]]) -> None:
         """Pick up a resumed run from its metrics: eval before, curve, episode count, best."""
@@ -176,6 +208,9 @@ class Evals:
         if self.cfg.eval.keep_best and step > 0 and better:
             self._checkpoint_best(step, m[self.spec.score_key])
         self.metrics.write("eval", step, m)
+        if self._sample is not None:
+            write_trajectories(self.run.path, step, self._sample, getattr(self.cfg, "env", None))
+            self._sample = None
         if self.progress is not None:
             self.progress.set_status(**{k: m[key] for k, key in self.spec.status.items()})
         else:

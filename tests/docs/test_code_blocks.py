@@ -23,7 +23,7 @@ import yaml
 from docs_support import ROOT, doc_pages, fenced_blocks
 
 SHELLS = {"bash", "sh", "shell"}
-LANGUAGES = {"python", *SHELLS, "yaml", "toml", "json", "text", "console"}
+LANGUAGES = {"python", *SHELLS, "yaml", "toml", "json", "text", "console", "javascript"}
 #: modules a page writes itself before importing them (coin.py, the countdown package)
 WRITTEN_BY_THE_PAGE = {"coin", "countdown"}
 #: first words of shell lines the docs may use
@@ -212,6 +212,21 @@ def test_yaml_blocks_parse_and_use_only_config_keys_that_exist(where: str, code:
 def test_the_key_check_catches_a_misspelled_key() -> None:
     assert unknown_keys({"rollout": {"max_stalenes": 1}}) == ["rollout.max_stalenes"]
     assert not unknown_keys({"env": {"ray": {"resources": {"env_node": 1}}}})
+
+
+@pytest.mark.parametrize(("where", "code"), blocks("javascript"), ids=ids(blocks("javascript")))
+def test_javascript_blocks_parse(where: str, code: str, tmp_path) -> None:
+    """A renderer snippet is JavaScript Node parses (``node --check``; Node ships on these
+    machines, and the playground's own scripts are checked the same way in tests/web)."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    assert node, "node is needed to check the docs' JavaScript blocks (apt-get install nodejs)"
+    script = tmp_path / "block.js"
+    script.write_text(code)
+    out = subprocess.run([node, "--check", str(script)], capture_output=True, text=True)
+    assert out.returncode == 0, f"{where}: {out.stderr}"
 
 
 def test_json_blocks_parse() -> None:

@@ -74,6 +74,11 @@ eval: {{every: 2, episodes: 32, periodic_episodes: 32}}
     assert stopped_at + 1 in steps
     summary = json.loads((run / "summary.json").read_text())
     assert summary["interrupted"] is False and summary["curve"][0]["step"] == 0
+    # each periodic eval, before and after the resume, left its sample for `openenv-train view`
+    samples = sorted(p.name for p in (run / "trajectories").glob("step_*.jsonl"))
+    assert samples[0] == "step_000000.jsonl" and int(samples[-1][5:11]) > stopped_at
+    episode = json.loads((run / "trajectories" / samples[-1]).read_text().splitlines()[0])
+    assert episode["reward"] is not None and episode["turns"][1]["role"] == "model"
 
     missing = run_cli(["train", str(cfg), "--resume", str(tmp_path / "runs" / "other")], tmp_path)
     assert missing.returncode == 2 and "has no checkpoint to continue from" in missing.stderr

@@ -109,10 +109,11 @@ def evaluate_policy(
         async def respond(gen: Generation) -> Reply:
             action = parse_answer(gen.text)
             if action is None:
-                return Reply(stop="invalid")
+                return Reply(stop="invalid", reward=-1.0)
             game.apply(action)
-            if game.done:
-                return Reply(stop="done")
+            if game.done:  # the end, as the run viewer shows it
+                end = f"player {' '.join(game.player)}, dealer {' '.join(game.dealer)}"
+                return Reply([{"role": "user", "content": end}], "done", float(game.reward))
             return Reply([{"role": "user", "content": decision_text(game_view(game))}])
 
         batcher.register()

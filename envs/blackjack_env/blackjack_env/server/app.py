@@ -8,6 +8,7 @@ session is reaped, default 300) and ``OPENENV_MODE`` (``simulation``, the defaul
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from openenv_train import create_app
 
@@ -34,4 +35,5 @@ app = create_app(
     BlackjackState,
     max_sessions=_number("BLACKJACK_MAX_SESSIONS", 4096, int),
     session_timeout=_number("BLACKJACK_SESSION_TIMEOUT", 300.0, float),
+    web_renderer=Path(__file__).parent / "cards.js",  # the cards on the /web playground
 )

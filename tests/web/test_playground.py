@@ -1,0 +1,154 @@
+"""The env playground at /web, played by clicking in a real browser."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import blackjack_env.server
+import httpx
+import pytest
+from blackjack_env.models import BlackjackAction, BlackjackObservation, BlackjackState
+from blackjack_env.server.environment import BlackjackEnvironment
+from ports import free_port
+from server_helpers import wait_until
+
+from openenv_train import CallToolAction, State, create_app
+from openenv_train.catalog import AutoEnv
+
+CARDS = Path(blackjack_env.server.__file__).parent / "cards.js"
+
+
+def blackjack_app(**kw: Any) -> Any:
+    return create_app(
+        BlackjackEnvironment, BlackjackAction, BlackjackObservation, BlackjackState, **kw
+    )
+
+
+def test_plays_a_hand_of_blackjack_by_clicking(serve_app: Any, page: Any) -> None:
+    server = serve_app(blackjack_app(web=True, web_renderer=CARDS))
+    page.goto(server.url + "/web")
+    page.wait_for_selector("#field-action option", state="attached")
+    assert page.inner_text("#env-name") == "blackjack_env"
+    page.fill("#seed", "7")
+    page.click("#reset")
+    page.wait_for_selector("#player-cards .card")
+    assert page.inner_text("#done") == "false"
+    assert page.locator("#player-cards .card").count() == 2  # the renderer drew the cards
+    page.select_option("#field-action", label="1")  # stand: the dealer plays out
+    page.click("#step")
+    page.wait_for_function("document.getElementById('done').textContent === 'true'")
+    assert page.inner_text("#reward") in ("-1", "0", "1", "1.5")
+    assert page.locator("#dealer-cards .card").count() >= 2  # revealed at the end
+    assert page.locator("#history tbody tr").count() == 2  # reset + one step
+    assert '"done": true' in page.inner_text("#state")
+    assert page.is_disabled("#step")
+
+
+def test_a_bad_action_shows_the_servers_error_and_the_session_goes_on(
+    serve_app: Any, page: Any
+) -> None:
+    server = serve_app(blackjack_app(web=True))
+    page.goto(server.url + "/web")
+    page.click("#reset")
+    page.wait_for_selector("#history tbody tr")
+    page.evaluate("OpenEnvPlayground.step({action: 'fold'})")
+    page.wait_for_function("document.getElementById('action-error').textContent.includes('action')")
+    page.select_option("#field-action", label="1")
+    page.click("#step")
+    page.wait_for_function("document.getElementById('done').textContent === 'true'")
+
+
+def test_mcp_env_lists_its_tools_with_a_call_form(serve_app: Any, page: Any) -> None:
+    from echo_env.models import EchoObservation
+    from echo_env.server.environment import EchoEnvironment
+
+    server = serve_app(
+        create_app(EchoEnvironment, CallToolAction, EchoObservation, State, web=True)
+    )
+    page.goto(server.url + "/web")
+    page.click("#reset")
+    page.wait_for_selector("#tools-section:not([hidden]) form.tool")
+    tool = page.locator("form.tool").first
+    name = tool.get_attribute("data-tool")
+    for field in tool.locator("input[type=text], textarea").all():
+        field.fill("hello from the browser")
+    page.click(f"text=Call {name}")
+    page.wait_for_function(
+        "[...document.querySelectorAll('.tool-result')].some(e => e.textContent.length > 2)"
+    )
+    assert "hello from the browser" in page.inner_text(".tool-result >> nth=0")
+
+
+def test_off_unless_asked_and_behind_the_token(serve_app: Any) -> None:
+    off = serve_app(blackjack_app())
+    assert httpx.get(off.url + "/web").status_code == 404
+    gated = serve_app(blackjack_app(web=True, token="s3cret-token-for-the-test"))
+    assert httpx.get(gated.url + "/web").status_code == 401
+    assert httpx.get(gated.url + "/web/static/playground.js").status_code == 401
+    ok = httpx.get(
+        gated.url + "/web", headers={"Authorization": "Bearer s3cret-token-for-the-test"}
+    )
+    assert ok.status_code == 200 and "playground.js" in ok.text
+    assert httpx.get(off.url + "/web/static/../app.py").status_code == 404
+
+
+def test_a_renderer_that_is_not_a_js_file_is_refused_at_build_time(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="web_renderer"):
+        blackjack_app(web=True, web_renderer=tmp_path / "missing.js")
+
+
+@pytest.mark.parametrize("name", AutoEnv.names())
+def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page: Any) -> None:
+    """`openenv-train serve` turns the page on for loopback; no env-specific code draws it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openenv_train", "serve", AutoEnv.app(name), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _up(url), timeout=60)
+        page.goto(url + "/web")
+        page.wait_for_selector("#action-form > *")
+        page.click("#reset")
+        page.wait_for_selector("#history tbody tr")
+        assert page.inner_text("#action-error") == ""
+        assert page.inner_text("#done") == "false"
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert f"playground {url}/web" in out
+
+
+def _up(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("host", "flag", "expected"),
+    [("127.0.0.1", None, True), ("127.0.0.1", False, False), ("0.0.0.0", None, False)]
+    + [("0.0.0.0", True, True)],
+)
+def test_serve_turns_the_page_on_for_loopback_only_by_default(
+    host: str, flag: bool | None, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from openenv_train.cli.serve_local import playground_on
+    from openenv_train.server.web import WEB_ENV, web_enabled
+
+    monkeypatch.delenv(WEB_ENV, raising=False)
+    assert web_enabled(None) is False  # create_app leaves it off unless asked
+    assert playground_on(argparse.Namespace(host=host, web=flag)) is expected
+    assert web_enabled(None) is expected  # what the app uvicorn imports then reads
+    monkeypatch.setenv(WEB_ENV, "yes please")
+    with pytest.raises(ValueError, match=WEB_ENV):
+        web_enabled(None)

@@ -1,0 +1,95 @@
+"""The run viewer in a real browser: curves, the eval episodes, two runs, a run still training."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from run_folder import KEPT, make_run, recorded_eval, tiny_policy
+
+from openenv_train.cli.viewer import create_viewer
+
+
+@pytest.fixture(scope="module")
+def episodes() -> list[dict[str, Any]]:
+    return recorded_eval(tiny_policy())
+
+
+@pytest.fixture
+def runs(tmp_path: Path, episodes: list[dict[str, Any]]) -> list[Path]:
+    return [make_run(tmp_path / "run_a", episodes), make_run(tmp_path / "run_b", episodes, (0, 20))]
+
+
+def test_shows_a_curve_and_opens_an_episode(serve_app: Any, page: Any, runs: list[Path]) -> None:
+    server = serve_app(create_viewer(runs[:1]))
+    page.goto(server.url + "/")
+    win = page.locator(".chart[data-title=win]")
+    win.locator("path.series").first.wait_for()
+    assert win.locator("path.series").count() == 2  # the model and the dashed baseline
+    assert page.locator(".chart[data-title='train reward']").count() == 1
+    assert page.locator(".chart[data-title^='staleness']").count() == 1
+    box = win.locator("rect.overlay").bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)  # hover: values
+    assert "model: 0.350" in win.locator(".tooltip").inner_text()
+    win.locator(".legend-item", has_text="always stand").click()  # toggle a series off
+    assert win.locator("path.series").count() == 1
+
+    page.click("button[data-tab=episodes]")
+    rows = page.locator("#episodes tbody tr")
+    assert rows.count() == 2 * KEPT
+    page.select_option("#f-step", "10")
+    assert rows.count() == KEPT
+    rows.nth(2).click()
+    assert page.text_content("#episode-title") == "run_a, step 10, task 2"
+    assert page.locator("#episode .turn.model .tok").count() >= 1
+    assert "logprob" in page.locator("#episode .tok").first.get_attribute("title")
+    page.select_option("#compare", label="step 0 (this run)")  # the same task earlier
+    prompt = page.locator("#episode .turn.prompt pre").inner_text()
+    assert page.locator("#episode-other .turn.prompt pre").inner_text() == prompt
+
+    page.fill("#f-text", "no such text anywhere")
+    assert rows.count() == 0
+
+    page.click("button[data-tab=run]")
+    assert f"--resume {runs[0]}" in page.inner_text(".resume")
+
+
+def test_two_runs_overlaid_and_followed_while_training(
+    serve_app: Any, page: Any, runs: list[Path]
+) -> None:
+    server = serve_app(create_viewer(runs))
+    page.goto(server.url + "/")
+    win = page.locator(".chart[data-title=win]")
+    win.locator("path.series").first.wait_for()
+    legend = win.locator(".legend").inner_text()
+    assert "run_a: model" in legend and "run_b: model" in legend
+    dots = win.locator("circle").count()
+    with (runs[0] / "metrics.jsonl").open("a") as f:  # the run's next periodic eval
+        f.write(json.dumps({"kind": "eval", "step": 30, "win": 0.5, "mean_return": 0.0}) + "\n")
+    page.wait_for_function(
+        f"document.querySelectorAll('.chart[data-title=win] circle').length > {dots}",
+        timeout=20_000,
+    )
+
+
+def test_api_refuses_what_is_not_a_run(runs: list[Path], serve_app: Any, tmp_path: Path) -> None:
+    server = serve_app(create_viewer(runs[:1]))
+    assert httpx.get(server.url + "/api/runs/5").status_code == 404
+    assert httpx.get(server.url + "/static/app.py").status_code == 404
+    with pytest.raises(ValueError, match="not a training run folder"):
+        create_viewer([tmp_path])
+
+
+def test_view_command_names_a_missing_folder(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_train", "view", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "is not a folder" in out.stdout
