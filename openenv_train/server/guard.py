@@ -165,28 +165,34 @@ async def _collect(receive: Receive, limit: int) -> bytes:
 MAX_DRAIN_BYTES = 64 * 1024 * 1024
 
 
+#: Draining stops when the client sends nothing for this long (it declared a body it never
+#: sends, or waits for the answer): then it gets the refusal at once.
+DRAIN_IDLE_S = 0.5
+
+
 async def _drain(receive: Receive, timeout_s: float) -> None:
-    """Read and discard the rest of a refused body (bounded in bytes and time).
+    """Read and discard the rest of a refused body (bounded in bytes, time and idleness).
 
     A server that answers and closes while the client is still writing makes the client's
     socket reset, and async clients (httpx.AsyncClient) then report a ReadError instead of the
     status. Reading the body out first lets every client see the refusal.
     """
-
-    async def discard() -> None:
-        size = 0
-        while size <= MAX_DRAIN_BYTES:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            size += len(message.get("body", b""))
-            if not message.get("more_body", False):
-                return
-
-    try:
-        await asyncio.wait_for(discard(), timeout_s)
-    except asyncio.TimeoutError:
-        pass
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    size = 0
+    while size <= MAX_DRAIN_BYTES:
+        wait = min(DRAIN_IDLE_S, deadline - loop.time())
+        if wait <= 0:
+            return
+        try:
+            message = await asyncio.wait_for(receive(), wait)
+        except asyncio.TimeoutError:
+            return
+        if message["type"] == "http.disconnect":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _check_json(body: bytes) -> None:
