@@ -229,8 +229,8 @@ class ContainerProvider(Provider):
         self._finalizer = weakref.finalize(self, _finalize, self._client, self.name, os.getpid())
         attrs = api.inspect_container(self.name)
         if self.network == "none":
-            relay = NetnsPort(int((attrs.get("State") or {}).get("Pid") or 0), self.container_port)
-            relay.host_port = self.host_port or 0
+            pid = int((attrs.get("State") or {}).get("Pid") or 0)
+            relay = NetnsPort(pid, self.container_port, self.host_port)
             try:
                 port = relay.start()
             except OSError as e:
