@@ -143,7 +143,7 @@ class McpHandler:
         try:
             session = await self.manager.create("http", client)
         except SessionRefused as exc:
-            data = {"code": exc.code.value, **exc.data}
+            data = exc.rpc_data()
             return rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data)
         except FactoryError as exc:
             return rpc_error(

@@ -129,7 +129,7 @@ class StreamableMcp:
         try:
             session = await self.manager.create(SESSION_KIND, client=client)
         except SessionRefused as exc:
-            data = {"code": exc.code.value, **exc.data}
+            data = exc.rpc_data()
             return JSONResponse(rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data))
         except FactoryError as exc:
             data = {"factory_name": exc.factory_name}

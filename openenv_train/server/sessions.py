@@ -33,6 +33,12 @@ class SessionRefused(Exception):
         super().__init__(message)
         self.data = data
 
+    def rpc_data(self) -> dict[str, Any]:
+        """JSON-RPC ``error.data``: OpenEnv's exact shape for capacity, our code added otherwise."""
+        if self.code is ErrorCode.CAPACITY_REACHED:
+            return dict(self.data)
+        return {"code": self.code.value, **self.data}
+
 
 class CapacityError(SessionRefused):
     """The server holds ``max_sessions`` sessions (OpenEnv's ``CAPACITY_REACHED``)."""
