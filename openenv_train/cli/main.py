@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from .. import __version__
+from ..runtime.signals import raise_on_stop_signals
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
@@ -211,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``openenv-train`` console script."""
     args = build_parser().parse_args(argv)
+    raise_on_stop_signals()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
         return int(args.func(args) or 0)
     except (CLIError, RecipeError) as err:

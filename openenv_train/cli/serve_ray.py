@@ -2,16 +2,17 @@
 
 It connects to ``--ray-address`` (or starts a local cluster for the command), starts N servers,
 prints one URL per line, then keeps the fleet healthy (dead servers replaced, the new URLs
-printed) until Ctrl-C or SIGTERM, and stops everything it started on the way out.
+printed) until Ctrl-C, SIGTERM or SIGHUP, and stops everything it started on the way out.
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from typing import Any
+
+from ..runtime.signals import raise_on_stop_signals
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,13 +27,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--cpus-per-server", type=float, default=1.0, help="CPUs Ray reserves per server"
     )
     p.add_argument("--heal-every", type=float, default=5.0, help="seconds between health checks")
-
-
-def _stop_on_sigterm() -> None:
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def _print_urls(fleet: Any) -> None:
@@ -51,7 +45,7 @@ def cmd_serve_ray(args: argparse.Namespace, error: type[Exception]) -> int:
             "--host: Ray servers bind 127.0.0.1 on their node from the CLI; use the Python API "
             "(start_ray_servers(..., bind_host=..., token=...)) to serve beyond loopback"
         )
-    _stop_on_sigterm()
+    raise_on_stop_signals()
     fleet = None
     try:
         try:

@@ -32,6 +32,7 @@ from ..core.errors import (
     ConnectionLostError,
     InfrastructureError,
     RequestTimeoutError,
+    RequestTooLargeError,
     SessionClosedError,
     error_from_frame,
 )
@@ -386,6 +387,14 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise
         except ConnectionClosed as e:
             self._drop(f"the connection closed during {what}()")
+            if e.rcvd is not None and e.rcvd.code == 1009:  # our own frame was too big
+                raise RequestTooLargeError(
+                    f"{what}(): the request ({len(text)} bytes) is larger than {self.ws_url} "
+                    "accepts (its Limits.max_frame_bytes), so the server closed the session; "
+                    "send less (or start the server with a larger max_frame_bytes), then call "
+                    "reset() to start a new session",
+                    data={"request_bytes": len(text)},
+                ) from e
             raise ConnectionLostError(
                 f"the connection to {self.ws_url} closed during {what}() ({_close_text(e)}); "
                 "call reset() to start a new session"

@@ -59,8 +59,15 @@ class McpHttpSession:
         try:
             response = await self._http.post(self.url, json=body)
             reply = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            raise McpHttpError(f"POST {self.url} ({method}) failed: {exc}") from exc
+        except (httpx.HTTPError, ValueError) as exc:  # some (ReadError) have an empty message
+            why = str(exc) or "no reply (the connection closed)"
+            raise McpHttpError(
+                f"POST {self.url} ({method}) failed: {type(exc).__name__}: {why}"
+            ) from exc
+        if response.status_code >= 400 and isinstance(reply, dict) and "detail" in reply:
+            detail = reply["detail"]  # the server's gate refused it (token, size, deadline)
+            text = detail.get("message", detail) if isinstance(detail, dict) else detail
+            raise McpHttpError(f"POST {self.url} ({method}): HTTP {response.status_code}: {text}")
         if not isinstance(reply, dict) or ("result" not in reply and "error" not in reply):
             raise McpHttpError(f"POST {self.url} ({method}) did not answer JSON-RPC: {reply!r}")
         if "error" in reply:

@@ -18,6 +18,10 @@ class ErrorCode(str, Enum):
     CAPACITY_REACHED = "CAPACITY_REACHED"
     FACTORY_ERROR = "FACTORY_ERROR"
     SESSION_ERROR = "SESSION_ERROR"
+    #: Ours (old clients see a plain error): this client address holds its share of sessions.
+    QUOTA_EXCEEDED = "QUOTA_EXCEEDED"
+    #: Ours, raised by our client only: a request larger than the server's frame limit.
+    REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
 
 
 class OpenEnvTrainError(Exception):
@@ -75,6 +79,20 @@ class CapacityReachedError(EnvServerError, InfrastructureError):
     code = ErrorCode.CAPACITY_REACHED
 
 
+class QuotaExceededError(EnvServerError):
+    """This client holds its share of the server's sessions (``held_sessions`` of
+    ``max_sessions_per_client``); the server itself is healthy, so this is not infrastructure."""
+
+    code = ErrorCode.QUOTA_EXCEEDED
+
+
+class RequestTooLargeError(EnvServerError):
+    """The request was larger than the server accepts (its ``max_frame_bytes``): the caller's own
+    mistake, not a failure of the server, which stays healthy."""
+
+    code = ErrorCode.REQUEST_TOO_LARGE
+
+
 class EnvFactoryError(EnvServerError, InfrastructureError):
     code = ErrorCode.FACTORY_ERROR
 
@@ -91,6 +109,8 @@ _BY_CODE: dict[str, type[EnvServerError]] = {
         ActionValidationError,
         EnvExecutionError,
         CapacityReachedError,
+        QuotaExceededError,
+        RequestTooLargeError,
         EnvFactoryError,
         SessionError,
     )

@@ -22,12 +22,12 @@ from typing import Any
 from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .health import Provider, wait_healthy
+from .netns_port import NetnsPort
 
 #: The defaults ``relax`` can turn off, by name.
 RELAXABLE = ("user", "cap_drop", "no_new_privileges", "read_only", "limits")
 CONTAINER_PORT = 8000
 NAME_PREFIX = "openenv-train"
-ISOLATED_NETWORK = "openenv-train-isolated"  # internal: no route out, host-only bridge
 
 _REAPED: set[str] = set()  # engines already swept for orphans by this process
 _REAP_LOCK = threading.Lock()
@@ -52,10 +52,11 @@ class ContainerProvider(Provider):
 
     ``app`` (an import path) overrides what the image serves, ``command`` the whole command;
     neither keeps the image's CMD.
-    ``network="none"``: no route out of the container. It joins an internal engine network
-    (``openenv-train-isolated``, created on first use) that has no gateway to the outside; nothing
-    is published and the server is reached at the container's address on that host-only bridge.
-    Any other ``network`` names an engine network to join (ports still published on loopback).
+    ``network="none"``: the container has no network at all (the engine's ``--network none``):
+    no route out, none to the host's addresses, none to other containers. Its server is reached
+    through a port on the host's 127.0.0.1 that this process relays into the container's own
+    loopback (``netns_port``; needs a rootful engine and root here). Any other ``network``
+    names an engine network to join (ports still published on loopback).
     """
 
     def __init__(
@@ -105,6 +106,7 @@ class ContainerProvider(Provider):
         self._created = False
         self._finalizer: weakref.finalize | None = None
         self._owner_pid = os.getpid()
+        self._relay: NetnsPort | None = None  # the host end of a network="none" container
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -114,6 +116,9 @@ class ContainerProvider(Provider):
         An unreachable engine or a container still listed raises ``EngineError``.
         """
         fin, self._finalizer, self.base_url = self._finalizer, None, None
+        relay, self._relay = self._relay, None
+        if relay is not None:
+            relay.stop()
         if fin is not None:
             fin.detach()
         if not self._created or self._owner_pid != os.getpid():
@@ -156,7 +161,12 @@ class ContainerProvider(Provider):
             "name": self.name,
             "detach": True,
             "labels": ce.owner_labels(self.run_id),
-            "environment": {"PYTHONUNBUFFERED": "1", **self.env},
+            # the host that owns the container is its gateway: its clients all come from there
+            "environment": {
+                "PYTHONUNBUFFERED": "1",
+                "OPENENV_TRAIN_QUOTA_EXEMPT_GATEWAY": "1",
+                **self.env,
+            },
             "ports": [self.container_port],
             "stop_signal": "SIGKILL",
             "stop_timeout": 0,  # Podman: a forced remove never waits out a grace period
@@ -171,7 +181,7 @@ class ContainerProvider(Provider):
         # An init as PID 1 reaps every orphan (the engine's tini / catatonit), whatever the env runs.
         host: dict[str, Any] = {"init": True}
         if self.network == "none":
-            host["network_mode"] = ISOLATED_NETWORK
+            host["network_mode"] = "none"  # reached through a NetnsPort, never a published port
             del config["ports"]
         else:
             host["port_bindings"] = {self.container_port: ("127.0.0.1", self.host_port)}
@@ -199,8 +209,6 @@ class ContainerProvider(Provider):
             self._client = ce.connect(self.engine)
         _reap_once(self._client, self.url)
         api = self._client.api
-        if self.network == "none":
-            ce.ensure_internal_network(self._client, ISOLATED_NETWORK)
         config, host = self.create_args()
         try:
             api.create_container(self.image, host_config=api.create_host_config(**host), **config)
@@ -222,11 +230,14 @@ class ContainerProvider(Provider):
         self._finalizer = weakref.finalize(self, _finalize, self._client, self.name, os.getpid())
         attrs = api.inspect_container(self.name)
         if self.network == "none":
-            nets = (attrs.get("NetworkSettings") or {}).get("Networks") or {}
-            ip = (nets.get(ISOLATED_NETWORK) or {}).get("IPAddress")
-            if not ip:
-                self._fail(f"has no address on the {ISOLATED_NETWORK} network")
-            self.base_url = f"http://{ip}:{self.container_port}"
+            pid = int((attrs.get("State") or {}).get("Pid") or 0)
+            relay = NetnsPort(pid, self.container_port, self.host_port)
+            try:
+                port = relay.start()
+            except OSError as e:
+                self._fail(f"cannot be reached from the host: {e}")
+            self._relay = relay
+            self.base_url = f"http://127.0.0.1:{port}"
             return
         port = next((p for _, p in ce.published_ports(attrs) if p), None)
         if port is None:

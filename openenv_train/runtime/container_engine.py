@@ -251,36 +251,6 @@ def host_gateway(network: Mapping[str, Any]) -> str | None:
     return None
 
 
-def ensure_internal_network(client: Any, name: str) -> None:
-    """Create the internal (no route out) network ``name`` unless it exists; refuse a non-internal
-    network of that name rather than silently give the container a way out."""
-    for _ in range(3):
-        try:
-            info = client.api.inspect_network(name)
-        except Exception as e:
-            if status_code(e) != 404:
-                raise EngineError(f"cannot inspect network {name!r}: {e}") from e
-        else:
-            if not info.get("Internal"):
-                raise EngineError(
-                    f"network {name!r} exists but is not internal; remove it (it would let "
-                    "containers reach the outside) and retry"
-                )
-            if not host_gateway(info):
-                raise EngineError(
-                    f"network {name!r} has no gateway address on this host, so the server in it "
-                    "cannot be reached (Podman 4 gives internal networks none); use the docker "
-                    "engine for network='none', or join a network of your own with network=NAME"
-                )
-            return
-        try:
-            client.api.create_network(name, internal=True, labels={LABEL_PROJECT: PROJECT})
-        except Exception as e:
-            if status_code(e) != 409:  # 409: another process created it just now
-                raise EngineError(f"cannot create network {name!r}: {e}") from e
-    raise EngineError(f"network {name!r} could not be created or found")
-
-
 # ---- ownership labels and orphan reaping -----------------------------------------------------
 
 

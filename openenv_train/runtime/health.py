@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from .signals import raise_on_stop_signals
+
 
 def probe(
     base_url: str, timeout: float = 2.0, token: str | None = None
@@ -106,6 +108,7 @@ class Provider:
         """Start the server and wait until ``/health`` answers; returns the base URL."""
         if self.base_url is not None and self.running:
             return self.base_url
+        raise_on_stop_signals()  # SIGTERM/SIGHUP then stop what is started here (a `with` exit)
         self._spawn()
         self.wait_healthy()
         assert self.base_url is not None

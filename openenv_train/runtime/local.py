@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.errors import ServerStartError
 from .health import Provider, wait_healthy
+from .signals import raise_on_stop_signals
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
@@ -231,6 +232,7 @@ def start_local_servers(app: str, n: int, **kwargs: Any) -> ServerGroup:
 def start_group(group: ServerGroup, parallel_spawn: bool) -> ServerGroup:
     """Spawn every provider (in order, or in parallel when spawning is slow, e.g. an engine
     request), then wait for all in parallel; on any failure stop them all and raise."""
+    raise_on_stop_signals()
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(group), 32)) as pool:
             if parallel_spawn:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.errors import InfrastructureError
 from .health import health
+from .signals import raise_on_stop_signals
 
 
 class PoolClosedError(InfrastructureError):
@@ -101,6 +102,7 @@ class EnvPool:
 
     def start(self) -> EnvPool:
         """Start ``min_size`` servers (in parallel) and the background monitor."""
+        raise_on_stop_signals()
         futs = [self._grow() for _ in range(self.min_size)]
         try:
             for f in futs:

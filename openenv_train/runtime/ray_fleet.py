@@ -28,6 +28,7 @@ from ..core.errors import ServerStartError
 from .health import healthy
 from .local import LocalProcessProvider, _check_app
 from .ray_cluster import RayConnection, import_ray
+from .signals import raise_on_stop_signals
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 PLACEMENTS = ("spread", "pack")
@@ -233,6 +234,7 @@ class RayServerGroup:
         """Start ``n`` servers (``start_ray_servers`` calls this)."""
         if not (isinstance(n, int) and n >= 1):
             raise ValueError(f"n: {n!r}; the number of env servers must be an int >= 1")
+        raise_on_stop_signals()
         self.target = n
         self.servers = self._start(n, self.startup_timeout + 60)
         return self

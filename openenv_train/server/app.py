@@ -8,6 +8,7 @@ every route (``guard``): an optional bearer token and the bounds of ``Limits``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -27,18 +28,21 @@ from ..core.auth import check_token, token_from_env
 from ..core.mcp import JsonRpcCode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
 from ..core.wire import observation_json, parse_action, state_json
+from ._threads import run_sync
 from .calls import build_env, calls_for
 from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
 from .environment import NoEpisodeError
 from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
+from .lograte import LimitedWarning
 from .mcp_streamable import StreamableMcp
 from .sessions import FactoryError, SessionManager, factory_name
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
 
 log = logging.getLogger("openenv_train.server")
+_ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every request
 
 MODES = ("simulation", "production")
 
@@ -224,13 +228,18 @@ def create_app(
     app.router.routes.append(WebSocketRoute("/ws", endpoint))
 
     @app.get("/health", tags=["Health"])
-    async def health() -> dict[str, Any]:
-        return {
+    async def health() -> Any:
+        body = {
             "status": "healthy",
             "active_sessions": manager.active,
             "max_sessions": manager.max_sessions,
             "mode": resolved_mode,
         }
+        why = await unready_reason(env_factory, manager, limits)
+        if why is None:
+            return body  # OpenEnv 0.10's answer, plus fields its clients ignore
+        body.update(status="unhealthy", reason=why)
+        return JSONResponse(body, status_code=503)
 
     @app.get("/sessions", tags=["Health"])
     async def sessions() -> dict[str, Any]:
@@ -279,6 +288,38 @@ def create_app(
     return app
 
 
+#: Seconds an env's own ``check_ready()`` may take before ``/health`` calls it unready.
+READY_CHECK_TIMEOUT_S = 5.0
+
+
+async def unready_reason(
+    env_factory: Callable[[], Any], manager: SessionManager, limits: Limits
+) -> str | None:
+    """Why no step can complete now, or None: every session stuck in a call at capacity, or the
+    env class's optional ``check_ready()`` (sync or async; returns None/True when ready, or
+    False/a reason string, or raises) says it is not."""
+    if manager.all_stuck(limits.stuck_call_s):
+        return (
+            f"every one of the {manager.max_sessions} sessions has been inside one call for over "
+            f"stuck_call_s={limits.stuck_call_s:g}s"
+        )
+    check = getattr(env_factory, "check_ready", None)
+    if not callable(check):
+        return None
+    try:
+        if inspect.iscoroutinefunction(check):
+            verdict = await asyncio.wait_for(check(), READY_CHECK_TIMEOUT_S)
+        else:
+            verdict = await asyncio.wait_for(run_sync(check), READY_CHECK_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        return f"the env's check_ready() did not answer within {READY_CHECK_TIMEOUT_S:g}s"
+    except Exception as exc:
+        return bounded_text(f"the env's check_ready() raised {type(exc).__name__}: {exc}", 500)
+    if verdict is None or verdict is True:
+        return None
+    return bounded_text(str(verdict) if verdict else "the env's check_ready() said not ready", 500)
+
+
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's 422 shape, with each echoed input cut to a few JSON-safe bytes."""
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
@@ -319,7 +360,7 @@ def _add_simulation_routes(
             message = bounded_text(f"{HTTP_NO_EPISODE} The env said: {exc}", 2000)
             raise HTTPException(409, detail={"code": "NO_EPISODE", "message": message}) from exc
         except Exception as exc:
-            log.warning("env raised over HTTP: %s", exc)
+            _ENV_RAISED.warn("env raised over HTTP: %s", bounded_text(str(exc), 500))
             message = bounded_text(f"{type(exc).__name__}: {exc}", 2000)
             raise HTTPException(
                 500, detail={"code": "EXECUTION_ERROR", "message": message}

@@ -113,7 +113,7 @@ def describe_errors(errors: list[dict[str, Any]], limit: int = 5) -> str:
     """``'action': Field required; 'colour': Extra inputs are not permitted`` (field first)."""
     parts = []
     for err in errors[:limit]:
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        loc = ".".join(bounded_text(str(p)) for p in err.get("loc", ())) or "(root)"
         part = f"{loc!r}: {err.get('msg', 'invalid')}"
         if err.get("input_truncated"):
             part += f" (input shown cut to {ECHO_CHARS} chars)"

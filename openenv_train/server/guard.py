@@ -101,6 +101,8 @@ class Gate:
             if body and scope["path"] in JSON_PATHS:
                 _check_json(body)
         except _Refusal as r:
+            if r.status == 413:  # read the rest first, or the client sees a reset, not the 413
+                await _drain(receive, self.limits.request_timeout_s)
             await _respond(send, r.status, _error_body(r.code, r.message), close=True)
             return
         except _Disconnected:
@@ -156,6 +158,41 @@ async def _collect(receive: Receive, limit: int) -> bytes:
             chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+#: At most this much of a refused body is read (and dropped) so that its 413 reaches the
+#: client; a client that writes more than this sees the connection close instead.
+MAX_DRAIN_BYTES = 64 * 1024 * 1024
+
+
+#: Draining stops when the client sends nothing for this long (it declared a body it never
+#: sends, or waits for the answer): then it gets the refusal at once.
+DRAIN_IDLE_S = 0.5
+
+
+async def _drain(receive: Receive, timeout_s: float) -> None:
+    """Read and discard the rest of a refused body (bounded in bytes, time and idleness).
+
+    A server that answers and closes while the client is still writing makes the client's
+    socket reset, and async clients (httpx.AsyncClient) then report a ReadError instead of the
+    status. Reading the body out first lets every client see the refusal.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    size = 0
+    while size <= MAX_DRAIN_BYTES:
+        wait = min(DRAIN_IDLE_S, deadline - loop.time())
+        if wait <= 0:
+            return
+        try:
+            message = await asyncio.wait_for(receive(), wait)
+        except asyncio.TimeoutError:
+            return
+        if message["type"] == "http.disconnect":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _check_json(body: bytes) -> None:
@@ -218,3 +255,25 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+class GatedApp:
+    """Any ASGI app (middleware around ``create_app``, a Starlette app) behind a ``Gate``.
+
+    ``serve()`` puts an app it cannot gate from inside in one of these, so a token it requires
+    is required on every route of the app, whatever wraps the env app.
+    """
+
+    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+        self.app, self.gate = app, gate
+        self.limits = gate.limits  # found by find_limits (the HTTP protocol's head deadline)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.gate.http(scope, receive, send, self.app)
+            return
+        if kind == "websocket" and not self.gate.authorised(scope):
+            await self.gate.refuse_websocket(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -24,7 +24,7 @@ from ..core.models import Action
 from ..core.wire import dumps
 from .calls import build_env, calls_for
 from .encoding import bounded_text
-from .sessions import CapacityError, FactoryError, Session, SessionManager
+from .sessions import FactoryError, Session, SessionManager, SessionRefused
 
 log = logging.getLogger("openenv_train.server")
 
@@ -142,8 +142,8 @@ class McpHandler:
             return rpc_result({"session_id": ws_session.id}, req_id)
         try:
             session = await self.manager.create("http", client)
-        except CapacityError as exc:
-            data = {"active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}
+        except SessionRefused as exc:
+            data = exc.rpc_data()
             return rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data)
         except FactoryError as exc:
             return rpc_error(
@@ -211,7 +211,7 @@ class McpHandler:
             if session is ws_session:  # the /ws frame handler already holds the session lock
                 obs = await session.calls.step(session.env, action)
             else:
-                session.busy += 1
+                session.enter()
                 try:
                     async with session.lock:
                         obs = await session.calls.step(session.env, action)

@@ -38,6 +38,13 @@ class Limits:
     quota_exempt_loopback: bool = True
     #: A session that was created but never sent a request is reaped after this long.
     unused_session_timeout_s: float = 30.0
+    #: ``/health`` answers 503 "unhealthy" when the server is at capacity and every session has
+    #: been inside one call for longer than this (no step can complete).
+    stuck_call_s: float = 120.0
+    #: Also exempt from ``max_sessions_per_client``: this machine's default gateway, which in a
+    #: container on a bridge network is the host that started it (its clients all arrive from
+    #: there through the published port). Container runtimes turn it on.
+    quota_exempt_gateway: bool = False
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

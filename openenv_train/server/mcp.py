@@ -30,7 +30,7 @@ from ..core.mcp import (
 )
 from ..core.models import Action, Observation
 from ._threads import run_sync
-from .encoding import describe_errors
+from .encoding import bounded_text, describe_errors
 from .environment import Environment
 
 _TOOL_ATTR = "__openenv_tool__"
@@ -190,12 +190,13 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
     ) -> CallToolObservation:
         """Validate arguments and run one tool; errors come back inside the observation."""
         spec = self._tools.get(name)
-        if spec is None:
+        if spec is None:  # the name is the client's input: echo a bounded prefix only
             known = ", ".join(sorted(self._tools)) or "none"
+            shown = bounded_text(str(name))
             return self._tool_error(
-                name,
+                shown,
                 ToolErrorType.TOOL_NOT_FOUND,
-                f"Unknown tool {name!r}; available tools: {known}",
+                f"Unknown tool {shown!r}; available tools: {known}",
             )
         try:
             parsed = spec.args_model.model_validate(arguments or {})
@@ -215,7 +216,9 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
                 result = await run_sync(method, **kwargs)
         except Exception as exc:
             return self._tool_error(
-                name, ToolErrorType.EXECUTION_ERROR, f"{type(exc).__name__}: {exc}"
+                name,
+                ToolErrorType.EXECUTION_ERROR,
+                bounded_text(f"{type(exc).__name__}: {exc}", 2000),
             )
         if isinstance(result, CallToolObservation):
             return result

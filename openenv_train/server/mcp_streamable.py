@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..core.mcp import JsonRpcCode
 from .jsonrpc import McpHandler, rpc_error, rpc_result
-from .sessions import CapacityError, FactoryError, SessionManager
+from .sessions import FactoryError, SessionManager, SessionRefused
 
 #: Protocol revisions we speak, oldest first; the last one is offered when the client's is unknown.
 SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -128,8 +128,8 @@ class StreamableMcp:
             return JSONResponse(err)
         try:
             session = await self.manager.create(SESSION_KIND, client=client)
-        except CapacityError as exc:
-            data = {"active_sessions": exc.active_sessions, "max_sessions": exc.max_sessions}
+        except SessionRefused as exc:
+            data = exc.rpc_data()
             return JSONResponse(rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), req_id, data))
         except FactoryError as exc:
             data = {"factory_name": exc.factory_name}

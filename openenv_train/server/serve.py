@@ -80,14 +80,41 @@ def serve(
     import uvicorn
 
     token, how = ensure_token(host, token_file)
+    if token is not None:
+        app = gated(app, token, uvicorn_options)
     if how is not None:
         print(how, file=sys.stderr, flush=True)
-    gate = getattr(app, "gate", None)
-    if token is not None and gate is not None and not gate.requires_token:
-        from .guard import Gate
-
-        app.gate = Gate(gate.limits, token)  # the app object was built before the token existed
     uvicorn.run(app, host=host, port=port, **uvicorn_kwargs(**uvicorn_options))
+
+
+def gated(app: Any, token: str, uvicorn_options: dict[str, Any]) -> Any:
+    """``app`` made to require ``token`` on every route but ``/health``, or ValueError.
+
+    Our env app gets a gate that requires it (the app object may predate the token). Any other
+    app (an ASGI middleware around ``create_app``, say) is put behind a gate as a whole, so the
+    wrapper's own routes are covered too. An import string is imported here to do that, except
+    with ``reload``/``workers`` (uvicorn imports it again in each process): then it must be an
+    env app that requires the token itself, or the server refuses to start.
+    """
+    from uvicorn.importer import import_from_string
+
+    from .guard import Gate, GatedApp
+    from .limits import find_limits
+
+    respawns = bool(uvicorn_options.get("reload")) or (uvicorn_options.get("workers") or 1) > 1
+    target = import_from_string(app) if isinstance(app, str) else app
+    gate = getattr(target, "gate", None)
+    if isinstance(gate, Gate) and not isinstance(target, GatedApp):
+        if not gate.requires_token:
+            target.gate = Gate(gate.limits, token)
+        return app if respawns else target
+    if respawns:
+        raise ValueError(
+            f"app {app!r} is not an env app from create_app() (a middleware wraps it?), so a "
+            "server beyond loopback with reload/workers cannot make it require the token; serve "
+            "it without reload/workers, or on 127.0.0.1"
+        )
+    return GatedApp(target, Gate(find_limits(target), token))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,31 +17,60 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..core.errors import ErrorCode
 from .calls import EnvCalls, build_env, calls_for
 from .limits import Limits
 
 log = logging.getLogger("openenv_train.server")
 
 
-class CapacityError(Exception):
+class SessionRefused(Exception):
+    """A new session was refused; ``code`` and ``data`` go on the wire as they are."""
+
+    code = ErrorCode.CAPACITY_REACHED
+
+    def __init__(self, message: str, data: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.data = data
+
+    def rpc_data(self) -> dict[str, Any]:
+        """JSON-RPC ``error.data``: OpenEnv's exact shape for capacity, our code added otherwise."""
+        if self.code is ErrorCode.CAPACITY_REACHED:
+            return dict(self.data)
+        return {"code": self.code.value, **self.data}
+
+
+class CapacityError(SessionRefused):
+    """The server holds ``max_sessions`` sessions (OpenEnv's ``CAPACITY_REACHED``)."""
+
     def __init__(self, active: int, limit: int) -> None:
         super().__init__(
             f"Server at capacity: {active}/{limit} sessions active. Close an idle session, "
-            "retry later, or start the server with a larger max_sessions."
+            "retry later, or start the server with a larger max_sessions.",
+            {"active_sessions": active, "max_sessions": limit},
         )
         self.active_sessions = active
         self.max_sessions = limit
 
 
-class QuotaError(CapacityError):
-    def __init__(self, client: str, held: int, limit: int, active: int, max_sessions: int) -> None:
-        Exception.__init__(
-            self,
-            f"Client {client} holds {held} sessions, its limit (max_sessions_per_client={limit}); "
-            "close one first, or start the server with a larger Limits(max_sessions_per_client=...)",
+class QuotaError(SessionRefused):
+    """This client address holds its share of the sessions; the server itself has room."""
+
+    code = ErrorCode.QUOTA_EXCEEDED
+
+    def __init__(self, client: str, held: int, limit: int) -> None:
+        super().__init__(
+            f"Client {client} holds {held} sessions, its limit (max_sessions_per_client, capped "
+            f"at half of max_sessions: {limit}); close one first, or start the server with a "
+            "larger Limits(max_sessions_per_client=...) and max_sessions",
+            {"held_sessions": held, "max_sessions_per_client": limit},
         )
-        self.active_sessions = active
-        self.max_sessions = max_sessions
+
+
+def client_quota(max_sessions: int, per_client: int) -> int:
+    """Sessions one client address may hold: its limit, and never more than half the capacity
+    (rounded up), so one address can never take every session of a small env."""
+    return max(1, min(per_client, (max_sessions + 1) // 2))
 
 
 class FactoryError(Exception):
@@ -63,6 +92,7 @@ class Session:
         "lock",
         "last_active",
         "busy",
+        "busy_since",
         "closed",
         "attached",
         "pending_close",
@@ -80,6 +110,7 @@ class Session:
         self.lock = asyncio.Lock()
         self.last_active = time.monotonic()
         self.busy = 0
+        self.busy_since = 0.0  # when the call now running started (``busy`` > 0)
         self.closed = False
         self.attached = False
         self.pending_close = False
@@ -87,6 +118,12 @@ class Session:
         self.created_at = time.time()
         self.client = client
         self.used = False
+
+    def enter(self) -> None:
+        """A call starts on this session (``/health`` reads how long the oldest has run)."""
+        if not self.busy:
+            self.busy_since = time.monotonic()
+        self.busy += 1
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -114,6 +151,7 @@ class SessionManager:
         self.sessions: dict[str, Session] = {}
         self.per_client: dict[str, int] = {}
         self._reserved = 0
+        self._exempt = frozenset(default_gateways()) if self.limits.quota_exempt_gateway else ()
         self._reaper: asyncio.Task[None] | None = None
         self.reaped = 0
 
@@ -123,6 +161,8 @@ class SessionManager:
 
     def _quota_key(self, client: str | None) -> str | None:
         if client is None or (self.limits.quota_exempt_loopback and _is_loopback(client)):
+            return None
+        if client in self._exempt:
             return None
         return client
 
@@ -136,9 +176,9 @@ class SessionManager:
         key = self._quota_key(client)
         if key is not None:
             held = self.per_client.get(key, 0)
-            limit = self.limits.max_sessions_per_client
+            limit = client_quota(self.max_sessions, self.limits.max_sessions_per_client)
             if held >= limit:
-                raise QuotaError(key, held, limit, self.active, self.max_sessions)
+                raise QuotaError(key, held, limit)
             self.per_client[key] = held + 1
         self._reserved += 1
         try:
@@ -158,6 +198,14 @@ class SessionManager:
             self._reserved -= 1
         self._ensure_reaper()
         return session
+
+    def all_stuck(self, after_s: float) -> bool:
+        """At capacity, and every session has been inside one call for over ``after_s``: no new
+        session can start and no running one is finishing, so no step can complete."""
+        if not self.sessions or self.active < self.max_sessions:
+            return False
+        cutoff = time.monotonic() - after_s
+        return all(s.busy and s.busy_since < cutoff for s in self.sessions.values())
 
     def get(self, sid: str) -> Session | None:
         return self.sessions.get(sid)
@@ -233,3 +281,20 @@ class SessionManager:
 
 def _is_loopback(host: str) -> bool:
     return host.startswith("127.") or host in ("::1", "localhost")
+
+
+def default_gateways(route_table: str = "/proc/net/route") -> list[str]:
+    """The IPv4 default gateways of this machine (Linux), e.g. a container's host bridge."""
+    import socket
+    import struct
+
+    try:
+        with open(route_table) as f:
+            rows = [line.split() for line in f.readlines()[1:]]
+    except OSError:
+        return []
+    return [
+        socket.inet_ntoa(struct.pack("<L", int(row[2], 16)))
+        for row in rows
+        if len(row) > 3 and row[1] == "00000000" and int(row[3], 16) & 2
+    ]

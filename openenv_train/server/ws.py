@@ -28,9 +28,11 @@ from .encoding import JSONDecodeError, bounded_text, describe_errors, errors_lis
 from .guard import MAX_JSON_DEPTH, json_depth_exceeds
 from .jsonrpc import McpHandler
 from .limits import Limits, RateLimiter
-from .sessions import CapacityError, FactoryError, Session, SessionManager
+from .lograte import LimitedWarning
+from .sessions import FactoryError, Session, SessionManager, SessionRefused
 
 log = logging.getLogger("openenv_train.server")
+_ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every frame
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -92,16 +94,8 @@ class WebSocketEndpoint:
             else:
                 client = scope.get("client")
                 session = await self.manager.create("ws", client[0] if client else None)
-        except CapacityError as exc:
-            await _send_and_close(
-                send,
-                error_frame_json(
-                    ErrorCode.CAPACITY_REACHED,
-                    str(exc),
-                    active_sessions=exc.active_sessions,
-                    max_sessions=exc.max_sessions,
-                ),
-            )
+        except SessionRefused as exc:
+            await _send_and_close(send, error_frame_json(exc.code, str(exc), **exc.data))
             return
         except FactoryError as exc:
             await _send_and_close(
@@ -193,7 +187,7 @@ class WebSocketEndpoint:
                     for k in extra
                 ],
             )
-        session.busy += 1
+        session.enter()
         try:
             async with session.lock:
                 if kind == "step":
@@ -207,7 +201,12 @@ class WebSocketEndpoint:
                     return '{"type":"mcp","data":' + dumps(reply) + "}"
                 return _CLOSE
         except Exception as exc:  # the env raised: report it, keep the session
-            log.warning("env raised in %s: %s", kind, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            _ENV_RAISED.warn(
+                "env raised in %s: %s",
+                kind,
+                bounded_text(str(exc), 500),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             return error_frame_json(
                 ErrorCode.EXECUTION_ERROR,
                 bounded_text(f"{type(exc).__name__}: {exc}", 2000),

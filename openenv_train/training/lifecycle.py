@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from transformers import TrainerCallback
 
+from ..runtime.signals import STOP_SIGNALS
+
 if TYPE_CHECKING:
     from .evals import Evals
 
@@ -89,7 +91,7 @@ class RunFolder:
 
 
 class GracefulStop(TrainerCallback):
-    """The first SIGINT/SIGTERM while training asks the trainer to save and stop at the end of the
+    """The first SIGINT/SIGTERM/SIGHUP while training asks the trainer to save and stop at the end of the
     current step; the second (or one outside training) raises ``KeyboardInterrupt`` at once."""
 
     def __init__(self) -> None:
@@ -111,7 +113,7 @@ class GracefulStop(TrainerCallback):
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
-        old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, self._handler) for s in STOP_SIGNALS}
         try:
             yield self
         finally:
@@ -136,7 +138,7 @@ def signals_ignored() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -30,7 +30,7 @@ WRITTEN_BY_THE_PAGE = {"coin", "countdown"}
 COMMANDS = {
     *("make", "openenv-train", "python", "python3", "pip", "curl", "cd", "ls", "cat", "export"),
     *("docker", "podman", "ray", "bash", ".", "git", "sudo", "apt-get", "kill", "jupyter"),
-    *("tensorboard", "trackio", "chromium", "npm", "node", "npx", "ssh", "uvicorn"),
+    *("tensorboard", "trackio", "chromium", "npm", "node", "npx", "ssh", "uvicorn", "sleep"),
 }
 VENV_PYTHONS = {".venv/bin/python", ".venv-vllm/bin/python"}
 

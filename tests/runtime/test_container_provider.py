@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -166,20 +167,49 @@ EGRESS = (
 )
 
 
-def test_network_none_has_no_route_out_and_is_still_served(image_of):
-    with ContainerProvider(image_of("docker"), engine="docker", network="none") as p:
-        assert httpx.get(p.base_url + "/health").status_code == 200
-        assert p.hardening().published == ()
-        container = p._client.containers.get(p.name)
-        out = container.exec_run(["python3", "-c", EGRESS])[1].decode()
-        assert out.startswith("blocked"), out
-        info = p._client.api.inspect_network("openenv-train-isolated")
-        assert info["Internal"] is True and ce.host_gateway(info)
+REACH = (
+    "import socket, sys\n"
+    "for host in sys.argv[2:]:\n"
+    "    try:\n"
+    "        socket.create_connection((host, int(sys.argv[1])), timeout=3).close(); print('reached', host)\n"
+    "    except OSError as e:\n"
+    "        print('blocked', host, e.errno)\n"
+)
 
 
-def test_network_none_on_podman_4_is_refused_with_the_reason(image_of):
-    """Podman 4 gives internal networks no host address: the server could not be reached."""
-    p = ContainerProvider(image_of("podman"), engine="podman", network="none")
-    with pytest.raises(ce.EngineError, match="no gateway address on this host"):
-        p.start()
-    assert ce.list_exact(ce.connect("podman"), p.name) == []
+def _host_addresses() -> list[str]:
+    """Every IPv4 address of this machine but loopback (bridge gateways included)."""
+    out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    addrs = [line.split()[3].split("/")[0] for line in out.splitlines()]
+    return [a for a in addrs if not a.startswith("127.")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_network_none_reaches_nothing_and_is_still_served(engine, image_of):
+    """Issue 22 #5: an "internal" network still reached every address of the host."""
+    with socket.create_server(("0.0.0.0", 0)) as listener:
+        port = listener.getsockname()[1]
+        with (
+            ContainerProvider(image_of(engine), engine=engine) as neighbour,
+            ContainerProvider(image_of(engine), engine=engine, network="none") as p,
+        ):
+            assert p.base_url.startswith("http://127.0.0.1:")
+            assert httpx.get(p.base_url + "/health").status_code == 200
+            with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through it
+                client.reset()
+                assert client.call_tool("echo_message", message="hi") == "hi"
+            assert p.hardening().published == ()
+            container = p._client.containers.get(p.name)
+            out = container.exec_run(["python3", "-c", EGRESS])[1].decode()
+            assert out.startswith("blocked"), out
+            targets = _host_addresses()
+            assert targets, "this machine has no address beyond loopback to try"
+            out = container.exec_run(["python3", "-c", REACH, str(port), *targets])[1].decode()
+            assert "reached" not in out and out.count("blocked") == len(targets), out
+            attrs = neighbour._client.api.inspect_container(neighbour.name)
+            nets = attrs["NetworkSettings"]["Networks"].values()
+            ips = [n["IPAddress"] for n in nets if n.get("IPAddress")]
+            assert ips, attrs["NetworkSettings"]
+            out = container.exec_run(["python3", "-c", REACH, "8000", *ips])[1].decode()
+            assert "reached" not in out, out  # nor another container's env server
+    assert ce.list_exact(ce.connect(engine), p.name) == []

@@ -107,13 +107,23 @@ def test_validate_fails_loudly():
     assert missing.returncode == 2 and "never-built" in missing.stderr
 
 
+@pytest.fixture(scope="module")
+def podman_image(env_dir, image) -> str:
+    """The image built on Docker, built again by Podman's own builder."""
+    proc = cli(
+        "build", str(env_dir), "--tag", image, "--base-image", BASE_IMAGE, "--engine", "podman"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return image
+
+
 @pytest.mark.parametrize("engine", ["docker", "podman"])
-def test_serve_in_a_container_and_ctrl_c_removes_it(engine, env_dir, image):
-    if engine == "podman":  # the image built on Docker, built again by Podman's own builder
-        proc = cli(
-            "build", str(env_dir), "--tag", image, "--base-image", BASE_IMAGE, "--engine", engine
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
+@pytest.mark.parametrize(
+    "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
+)
+def test_serve_in_a_container_and_any_stop_signal_removes_it(engine, stop, env_dir, request):
+    """Issue 22 #4: SIGTERM and SIGHUP left the container serving (only Ctrl-C removed it)."""
+    image = request.getfixturevalue("podman_image" if engine == "podman" else "image")
     port = free_port()
     exe = shutil.which("openenv-train", path=str(Path(sys.executable).parent))
     server = subprocess.Popen(
@@ -127,7 +137,7 @@ def test_serve_in_a_container_and_ctrl_c_removes_it(engine, env_dir, image):
         assert f"http://127.0.0.1:{port}" in line, server.stderr.read()[-2000:]
         assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
     finally:
-        server.send_signal(signal.SIGINT)
+        server.send_signal(stop)
         assert server.wait(timeout=60) == 130
     client = engine_client(engine)
     listing = client.api.containers(

@@ -23,6 +23,8 @@ from server_helpers import (
 )
 from websockets.exceptions import ConnectionClosed
 
+from openenv_train.client import GenericEnvClient
+from openenv_train.core import InfrastructureError, QuotaExceededError
 from openenv_train.server import Limits, create_app
 
 pytestmark = pytest.mark.timeout(90)
@@ -231,13 +233,44 @@ async def test_sessions_per_client_quota(serve_app):
     ids = [_mcp(s.url, "openenv/session/create")["result"]["session_id"] for _ in range(3)]
     err = _mcp(s.url, "openenv/session/create")["error"]
     assert err["code"] == -32000 and "max_sessions_per_client" in err["message"]
+    assert err["data"] == {
+        "code": "QUOTA_EXCEEDED",
+        "held_sessions": 3,
+        "max_sessions_per_client": 3,
+    }
     async with websockets.connect(s.ws_url) as ws:
         r = json.loads(await ws.recv())
-        assert r["data"]["code"] == "CAPACITY_REACHED"
+        assert r["data"]["code"] == "QUOTA_EXCEEDED"  # its own code, not the server's capacity
+        assert "active_sessions" not in r["data"] and r["data"]["held_sessions"] == 3
         assert "max_sessions_per_client" in r["data"]["message"]
     assert _mcp(s.url, "openenv/session/close", session_id=ids[0])["result"]["closed"]
     async with websockets.connect(s.ws_url) as ws:
         assert (await rpc(ws, {"type": "reset"}))["type"] == "observation"
+
+
+async def test_one_client_cannot_take_every_session_of_a_small_env(serve_app):
+    """Issue 22 #7: the per-client quota (1024) was larger than a small env's capacity."""
+    s = serve_app(app_for(Limits(quota_exempt_loopback=False), max_sessions=4))
+    for _ in range(2):
+        assert "result" in _mcp(s.url, "openenv/session/create")
+    err = _mcp(s.url, "openenv/session/create")["error"]
+    assert err["data"]["code"] == "QUOTA_EXCEEDED" and err["data"]["max_sessions_per_client"] == 2
+    assert httpx.get(s.url + "/health").json()["active_sessions"] == 2  # room left for others
+    client = GenericEnvClient(s.url)
+    with pytest.raises(QuotaExceededError) as caught:
+        await client.reset()
+    assert not isinstance(caught.value, InfrastructureError)  # the server is healthy
+    await client.close()
+
+
+def test_the_host_gateway_is_exempt_when_asked():
+    from openenv_train.server.sessions import SessionManager, default_gateways
+
+    manager = SessionManager(object, 4, None, Limits(quota_exempt_gateway=True))
+    gateways = default_gateways()
+    assert gateways, "this test needs a default route"
+    assert manager._quota_key(gateways[0]) is None
+    assert manager._quota_key("203.0.113.9") == "203.0.113.9"
 
 
 def test_loopback_clients_are_exempt_by_default(serve_app):
