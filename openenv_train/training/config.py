@@ -16,6 +16,7 @@ is one class here and one field on the recipes that take it.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -24,6 +25,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationError,
     model_validator,
@@ -280,6 +282,8 @@ class RunConfig(StrictModel):
     progress: bool = True
     #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
     resume: bool = False
+    #: the YAML file this config was loaded from (the resume hint names it)
+    _source: str | None = PrivateAttr(default=None)
 
     @property
     def run_dir(self) -> Path:
@@ -308,23 +312,56 @@ class RunConfig(StrictModel):
         (imported here unless it runs elsewhere: given ``base_urls``, a container runtime)."""
         check_reporters(self.report_to)
         env = getattr(self, "env", None)
-        if not isinstance(env, LocalEnvSection) or env.base_urls:
+        if not isinstance(env, LocalEnvSection):
+            return
+        if env.base_urls:
+            check_servers_answer(env.base_urls)
             return
         if getattr(env, "runtime", "local") in ("local", "ray"):
             example = type(env).model_fields["app"].default
             import_target(env.app, "env.app", example if isinstance(example, str) else "my_env:app")
 
 
+def check_servers_answer(urls: list[str]) -> None:
+    """``env.base_urls``: every server answers ``GET /health`` now, not as an all-zero eval and a
+    dropped-groups traceback after the warm-up."""
+    from openenv_train.runtime.health import probe
+
+    for url in urls:
+        status, _, what = probe(url, timeout=5.0)
+        if status != 200:
+            raise ConfigError(
+                f"env.base_urls: {url} does not answer ({what}); start the env server there "
+                "(openenv-train serve ...) or remove env.base_urls to let the run start its own"
+            )
+
+
 ConfigT = TypeVar("ConfigT", bound=RunConfig)
 
 
-def format_errors(err: ValidationError, example: str) -> str:
+def nearest_key(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | None:
+    """The known key closest in spelling to the unknown one at ``loc`` (``grpo.learning_rate``
+    for ``grpo.learnig_rate``), or None."""
+    model: Any = schema
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        model = getattr(field, "annotation", None)
+    names = list(getattr(model, "model_fields", {}))
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
+    return ".".join([*map(str, loc[:-1]), close[0]]) if close else None
+
+
+def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | None = None) -> str:
     """One line per wrong key: the dotted key, what is wrong and the fix."""
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
         if e["type"] == "extra_forbidden":
-            lines.append(f"{key}: unknown key; remove it or check its spelling (see {example})")
+            near = nearest_key(schema, tuple(e["loc"]))
+            hint = f"did you mean `{near}`? " if near else ""
+            lines.append(
+                f"{key}: unknown key; {hint}remove it or check its spelling (see {example})"
+            )
             continue
         msg = e["msg"].removeprefix("Value error, ")
         lines.append(msg if not key or msg.startswith(key.split(".")[0]) else f"{key}: {msg}")
@@ -339,7 +376,7 @@ def parse_config(data: Any, schema: type[ConfigT], base: Path | None = None) -> 
     try:
         cfg = schema.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(format_errors(err, schema.example)) from None
+        raise ConfigError(format_errors(err, schema.example, schema)) from None
     try:
         cfg.check_paths(base)
         cfg.check_start()
@@ -361,4 +398,6 @@ def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as err:
         raise ConfigError(f"{p}: not valid YAML: {err}") from None
-    return parse_config({} if data is None else data, schema, base=Path.cwd())
+    cfg = parse_config({} if data is None else data, schema, base=Path.cwd())
+    cfg._source = str(p)
+    return cfg

@@ -240,9 +240,11 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
             checkpoint=run.folder.last_checkpoint(),
         )
     if run.stop.requested:
+        from .run_files import resume_command
+
         stdout.print(
             f"saved the work so far in {run.path}; continue with "
-            f"`openenv-train train CONFIG --resume {run.path}`"
+            f"`{resume_command(run.path, getattr(run.cfg, '_source', None))}`"
         )
         raise KeyboardInterrupt
     stdout.print(f"next: openenv-train eval {model_dir}")

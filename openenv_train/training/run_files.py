@@ -23,13 +23,20 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def end_run(run_dir: Path, *, interrupted: bool, next_step: str = "") -> None:
+def resume_command(run_dir: Path, config: str | None = None) -> str:
+    """The command that continues ``run_dir``: its config as given (``config``: the YAML path and
+    any ``--set`` flags), else the ``config.json`` the run folder keeps."""
+    return f"openenv-train train {config or Path(run_dir) / 'config.json'} --resume {run_dir}"
+
+
+def end_run(
+    run_dir: Path, *, interrupted: bool, next_step: str = "", config: str | None = None
+) -> None:
     """Say what comes next; after a stop request (the work is saved by now) raise
     ``KeyboardInterrupt`` so the command exits with status 130."""
     if interrupted:
         console.print(
-            f"saved the work so far in {run_dir}; continue with "
-            f"`openenv-train train CONFIG --resume {run_dir}`"
+            f"saved the work so far in {run_dir}; continue with `{resume_command(run_dir, config)}`"
         )
         raise KeyboardInterrupt
     console.print(next_step or f"done: {run_dir}")
