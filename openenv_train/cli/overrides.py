@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
+FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 class OverrideError(ValueError):
     """A ``--set`` that is not ``KEY=VALUE``, or a ``--resume`` of a changed config."""
 
@@ -44,6 +48,8 @@ def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError as err:
             raise OverrideError(f"--set {key}: {value!r} is not a YAML value: {err}") from None
+        if isinstance(parsed, str) and FLOAT.fullmatch(parsed):
+            parsed = float(parsed)  # YAML 1.1 reads 1e-4 (no dot) as a string
         parts = key.strip().split(".")
         node = out
         for i, part in enumerate(parts[:-1]):

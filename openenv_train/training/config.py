@@ -339,16 +339,31 @@ def check_servers_answer(urls: list[str]) -> None:
 ConfigT = TypeVar("ConfigT", bound=RunConfig)
 
 
+def _keys(model: Any, prefix: str = "") -> list[str]:
+    """Every dotted key of a config schema (sections and their keys)."""
+    out: list[str] = []
+    for name, field in getattr(model, "model_fields", {}).items():
+        out.append(prefix + name)
+        if hasattr(field.annotation, "model_fields"):
+            out += _keys(field.annotation, f"{prefix}{name}.")
+    return out
+
+
 def nearest_key(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | None:
-    """The known key closest in spelling to the unknown one at ``loc`` (``grpo.learning_rate``
-    for ``grpo.learnig_rate``), or None."""
-    model: Any = schema
-    for part in loc[:-1]:
-        field = getattr(model, "model_fields", {}).get(part)
-        model = getattr(field, "annotation", None)
-    names = list(getattr(model, "model_fields", {}))
-    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6)
-    return ".".join([*map(str, loc[:-1]), close[0]]) if close else None
+    """The known key closest in spelling to the unknown one at ``loc``: in its own section
+    (``grpo.learning_rate`` for ``grpo.learnig_rate``), else anywhere (``grpo.max_steps`` for a
+    top-level ``max_step``); None when nothing is close."""
+    section = ".".join(map(str, loc[:-1]))
+    keys = _keys(schema)
+    siblings = {k.rpartition(".")[2]: k for k in keys if k.rpartition(".")[0] == section}
+    close = difflib.get_close_matches(str(loc[-1]), list(siblings), n=1, cutoff=0.6)
+    if close:
+        return siblings[close[0]]
+    leaves: dict[str, str] = {}
+    for k in keys:
+        leaves.setdefault(k.rpartition(".")[2], k)
+    close = difflib.get_close_matches(str(loc[-1]), list(leaves), n=1, cutoff=0.8)
+    return leaves[close[0]] if close else None
 
 
 def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | None = None) -> str:
