@@ -78,7 +78,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume is not None:
         _resume(cfg, recipe.name, args.resume)
         check_resume_config(cfg, args.force_resume)
-    recipe.run(cfg)
+    from ..core.errors import ServerStartError
+
+    try:
+        recipe.run(cfg)
+    except ServerStartError as err:  # a missing image, a port in use: the fix, not a traceback
+        raise CLIError(f"env: {err}") from None
     return 0
 
 
@@ -128,7 +133,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     recipe = get_recipe(name)
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
-    recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
+    from ..training.config import ConfigError
+
+    try:
+        recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
+    except ConfigError as err:  # e.g. the env's module, imported from the training run's folder
+        raise CLIError(
+            f"{err}\n(the run's config is {run_config}; run `eval` from the folder you trained in)"
+        ) from None
     return 0
 
 

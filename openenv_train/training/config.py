@@ -17,6 +17,7 @@ is one class here and one field on the recipes that take it.
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -33,7 +34,7 @@ from pydantic import (
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
-from .checks import ReportTo, check_reporters, import_target
+from .checks import ReportTo, check_hub_model, check_reporters, import_target
 
 
 class ConfigError(ValueError):
@@ -110,9 +111,26 @@ class LocalEnvSection(StrictModel):
         return {"runtime": "local", "startup_timeout": self.startup_timeout_s}
 
 
+def build_command(app: str) -> str:
+    """``openenv-train build FOLDER --tag IMAGE`` for the env package of ``app``: FOLDER holds
+    ``<package>/server/app.py`` (found without importing the package)."""
+    import importlib.util
+
+    package = app.split(":")[0].split(".")[0]
+    folder = "ENV_FOLDER"
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None and found.origin:
+        where = os.path.relpath(Path(found.origin).parent.parent)
+        folder = where if not where.startswith("..") else str(Path(found.origin).parent.parent)
+    return f"openenv-train build {folder} --tag openenv-train/{package}:latest"
+
+
 class EnvSection(LocalEnvSection):
     """Env servers on ``runtime``: local processes, hardened containers of ``image`` (``openenv-train
-    build envs/blackjack_env --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
+    build ENV_FOLDER --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
 
     #: where servers run: local processes, hardened docker/podman containers, or a Ray fleet
     runtime: Literal["local", "docker", "podman", "ray"] = "local"
@@ -128,7 +146,7 @@ class EnvSection(LocalEnvSection):
         if self.runtime in ("docker", "podman") and not self.image and not self.base_urls:
             raise ValueError(
                 f"env.image: env.runtime={self.runtime} needs an image; build one with "
-                "`openenv-train build envs/blackjack_env --tag openenv-train/blackjack_env:latest`"
+                f"`{build_command(self.app)}`"
             )
         return self
 
@@ -294,7 +312,10 @@ class RunConfig(StrictModel):
         ``model.path`` resolves against ``base``."""
         model = getattr(self, "model", None)
         path = getattr(model, "path", None)
-        if model is None or not path or getattr(model, "hub", False):
+        if model is None or not path:
+            return
+        if getattr(model, "hub", False):
+            check_hub_model(path)
             return
         p = Path(path) if Path(path).is_absolute() or base is None else base / path
         if not p.is_dir() or not (p / "config.json").is_file():
