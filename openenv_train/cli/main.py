@@ -79,11 +79,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         _resume(cfg, recipe.name, args.resume)
         check_resume_config(cfg, args.force_resume)
     from ..core.errors import ServerStartError
+    from ..training.config import ConfigError
 
     try:
         recipe.run(cfg)
     except ServerStartError as err:  # a missing image, a port in use: the fix, not a traceback
         raise CLIError(f"env: {err}") from None
+    except ConfigError as err:  # found at start: a hub model offline
+        raise CLIError(str(err)) from None
     return 0
 
 

@@ -34,7 +34,7 @@ from pydantic import (
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
-from .checks import ReportTo, check_hub_model, check_reporters, import_target
+from .checks import ReportTo, check_reporters, import_target
 
 
 class ConfigError(ValueError):
@@ -312,11 +312,8 @@ class RunConfig(StrictModel):
         ``model.path`` resolves against ``base``."""
         model = getattr(self, "model", None)
         path = getattr(model, "path", None)
-        if model is None or not path:
-            return
-        if getattr(model, "hub", False):
-            check_hub_model(path)
-            return
+        if model is None or not path or getattr(model, "hub", False):
+            return  # a hub model is checked when the run starts (training/model.py)
         p = Path(path) if Path(path).is_absolute() or base is None else base / path
         if not p.is_dir() or not (p / "config.json").is_file():
             keys = type(model).model_fields

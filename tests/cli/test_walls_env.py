@@ -96,3 +96,4 @@ def test_a_hub_model_offline_fails_at_once(tmp_path: Path) -> None:
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "model.path" in err and "huggingface-cli download walls-test/not-cached-model" in err
+    assert not (tmp_path / "runs" / data["name"]).exists()  # the started run folder is removed
