@@ -59,8 +59,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg = _load_with_overrides(recipe, path, raw, args.set or [])
     except ValueError as err:
         raise CLIError(str(err)) from None
-    if hasattr(cfg, "_source"):  # the resume hint repeats how this config was given
-        cfg._source = " ".join([str(path), *(f"--set {s}" for s in args.set or [])])
+    if hasattr(cfg, "given_as"):  # the resume hint repeats how this config was given
+        cfg.given_as(" ".join([str(path), *(f"--set {s}" for s in args.set or [])]))
     if args.max_steps is not None:
         if hasattr(getattr(cfg, "grpo", None), "max_steps"):
             cfg.grpo.max_steps = args.max_steps

@@ -304,6 +304,15 @@ class RunConfig(StrictModel):
     _source: str | None = PrivateAttr(default=None)
 
     @property
+    def source(self) -> str | None:
+        """How this config was given: its YAML path (and ``--set`` flags); the resume hint."""
+        return self._source
+
+    def given_as(self, source: str) -> None:
+        """Record how the config was given (``openenv-train train`` adds its ``--set`` flags)."""
+        self._source = source
+
+    @property
     def run_dir(self) -> Path:
         return Path(self.output_dir) / self.name
 
@@ -432,5 +441,5 @@ def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
     except yaml.YAMLError as err:
         raise ConfigError(f"{p}: not valid YAML: {err}") from None
     cfg = parse_config({} if data is None else data, schema, base=Path.cwd())
-    cfg._source = str(p)
+    cfg.given_as(str(p))
     return cfg

@@ -244,7 +244,7 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
 
         stdout.print(
             f"saved the work so far in {run.path}; continue with "
-            f"`{resume_command(run.path, getattr(run.cfg, '_source', None))}`"
+            f"`{resume_command(run.path, getattr(run.cfg, 'source', None))}`"
         )
         raise KeyboardInterrupt
     stdout.print(f"next: openenv-train eval {model_dir}")

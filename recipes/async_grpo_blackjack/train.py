@@ -102,7 +102,7 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
         folder.path,
         interrupted=stop.requested,
         next_step=f"model saved to {folder.path / 'model'}",
-        config=cfg._source,
+        config=cfg.source,
     )
     return summary
 

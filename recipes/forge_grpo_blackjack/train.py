@@ -149,7 +149,7 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
         folder.path,
         interrupted=stop.requested,
         next_step=f"model: {folder.path / 'model'}",
-        config=cfg._source,
+        config=cfg.source,
     )
     return summary
 

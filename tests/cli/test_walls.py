@@ -100,9 +100,9 @@ def test_resume_refuses_a_changed_config_unless_forced(
 
 def test_the_resume_hint_names_the_config_it_was_given(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
-    assert cfg._source == str(tmp_path / "countdown.yaml")
+    assert cfg.source == str(tmp_path / "countdown.yaml")
     run = tmp_path / "runs" / "x"
-    assert resume_command(run, cfg._source) == (f"openenv-train train {cfg._source} --resume {run}")
+    assert resume_command(run, cfg.source) == (f"openenv-train train {cfg.source} --resume {run}")
     assert "CONFIG" not in resume_command(run)  # no source: the run folder's own config.json
     assert resume_command(run).startswith(f"openenv-train train {run / 'config.json'} ")
 

@@ -59,6 +59,8 @@ def test_notebook_runs_in_a_real_kernel(
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))  # the kernel's temp folder, checked below
+    # torch's compile cache is shared by every run on the machine, not a notebook's leftover
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "torchinductor"))
     before = _git_status()
     client = NotebookClient(
         nb,
