@@ -1,12 +1,14 @@
 """``openenv-train curve RUN_A RUN_B [...] [--out compare.png]``: learning curves side by side.
 
-Each RUN is a training run folder (``runs/<name>``); the plot has the greedy win rate and mean
-return against optimizer steps (top) and wall-clock minutes (bottom), one line per run.
+Each RUN is a training run folder (``runs/<name>``); the plot has each score the runs' recipes
+record (BlackJack's win rate and mean return, a text env's mean reward and share won, ...) against
+optimizer steps (top) and wall-clock minutes (bottom), one line per run.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -14,16 +16,14 @@ def cmd_curve(args: argparse.Namespace) -> int:
     from ..training.compare import compare_runs
 
     try:
-        path, last = compare_runs(args.runs, args.out)
+        path, last, panels = compare_runs(args.runs, args.out)
     except ValueError as err:
-        print(f"openenv-train curve: error: {err}")
+        print(f"openenv-train curve: error: {err}", file=sys.stderr)
         return 2
     for name, (step, m) in last.items():
         wall = f", {m['wall_s'] / 60:.1f} min" if "wall_s" in m else ""
-        print(
-            f"{name}: step {step}{wall}: win {m.get('win', float('nan')):.1%}, "
-            f"mean return {m.get('mean_return', float('nan')):+.3f}"
-        )
+        scores = ", ".join(f"{label} {m[key]:.3g}" for key, label in panels if key in m)
+        print(f"{name}: step {step}{wall}: {scores or 'no score at this step'}")
     print(f"wrote {path}")
     return 0
 

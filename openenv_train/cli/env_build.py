@@ -24,6 +24,24 @@ IGNORE = shutil.ignore_patterns(
 )
 
 
+#: The base image ``make engines`` builds on this machine (scripts/container_engines.sh).
+LOCAL_BASE_IMAGE = "openenv-train-base:py3.11-bookworm"
+BASE_IMAGE_HINT = (
+    "if the engine cannot pull the Dockerfile's base image (no registry here), pass "
+    f"--base-image with one it has: `make engines` builds {LOCAL_BASE_IMAGE}"
+)
+
+
+def local_base_image(engine: str = "docker") -> str | None:
+    """:data:`LOCAL_BASE_IMAGE` when ``engine`` has it (so a build need not pull), else None."""
+    try:
+        client = ce.connect(engine, timeout=30)
+        client.api.inspect_image(LOCAL_BASE_IMAGE)
+    except Exception:  # no engine, or no such image: nothing local to fall back on
+        return None
+    return LOCAL_BASE_IMAGE
+
+
 class BuildError(RuntimeError):
     """The image did not build; the message carries the failing step's output."""
 

@@ -31,7 +31,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         console.print(f"  created {f}")
     console.print(
         f"[green]{args.name}[/] ready. Next: cd {dest} && python -m pytest tests; "
-        f"openenv-train serve {dest}; openenv-train build {dest}"
+        "then, from there: openenv-train serve .; openenv-train build ."
     )
     return 0
 
@@ -56,7 +56,7 @@ def _package_dir(target: str) -> tuple[Path | None, str]:
 
 def _build(env_dir: Path, tag: str, base_image: str | None, engine: str):
     from ..runtime.container_engine import EngineError
-    from .env_build import BuildError, build_image
+    from .env_build import BASE_IMAGE_HINT, BuildError, build_image, local_base_image
 
     step = {"n": "starting"}
     try:
@@ -68,7 +68,16 @@ def _build(env_dir: Path, tag: str, base_image: str | None, engine: str):
                     status.update(f"building {tag} on {engine}: {line[:90]}")
 
             return build_image(env_dir, tag, base_image=base_image, engine=engine, on_line=on_line)
-    except (BuildError, EngineError, ValueError) as e:
+    except BuildError as e:
+        base = local_base_image(engine) if base_image is None else None
+        if base is not None:
+            console.print(
+                f"the default base image could not be used ({str(e).splitlines()[0]}); "
+                f"building on the local base image {base} (`make engines` built it)"
+            )
+            return _build(env_dir, tag, base, engine)
+        raise CLIError(f"{e}\n{BASE_IMAGE_HINT}") from None
+    except (EngineError, ValueError) as e:
         raise CLIError(str(e)) from None
 
 

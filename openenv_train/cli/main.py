@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,6 +33,7 @@ from .. import __version__
 from ..runtime.signals import raise_on_stop_signals
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
+from .overrides import OverrideError, apply_overrides, check_resume_config
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
 
@@ -56,9 +59,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     recipe = get_recipe(raw["recipe"])
     try:
-        cfg = recipe.load_config(path)
+        cfg = _load_with_overrides(recipe, path, raw, args.set or [])
     except ValueError as err:
         raise CLIError(str(err)) from None
+    if hasattr(cfg, "given_as"):  # the resume hint repeats how this config was given
+        cfg.given_as(" ".join([str(path), *(f"--set {s}" for s in args.set or [])]))
     if args.max_steps is not None:
         if hasattr(getattr(cfg, "grpo", None), "max_steps"):
             cfg.grpo.max_steps = args.max_steps
@@ -75,8 +80,29 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg.name = args.name
     if args.resume is not None:
         _resume(cfg, recipe.name, args.resume)
-    recipe.run(cfg)
+        check_resume_config(cfg, args.force_resume)
+    from ..core.errors import ServerStartError
+    from ..training.config import ConfigError
+
+    try:
+        recipe.run(cfg)
+    except ServerStartError as err:  # a missing image, a port in use: the fix, not a traceback
+        raise CLIError(f"env: {err}") from None
+    except ConfigError as err:  # found at start: a hub model offline
+        raise CLIError(str(err)) from None
     return 0
+
+
+def _load_with_overrides(recipe: Any, path: Path, raw: dict[str, Any], sets: list[str]) -> Any:
+    """The recipe's checked config from ``path`` with ``--set a.b=c`` applied first, so the
+    overrides go through the same schema (an unknown key is named like one in the file)."""
+    if not sets:
+        return recipe.load_config(path)
+    data = apply_overrides(raw, sets)
+    with tempfile.TemporaryDirectory(prefix="openenv-train-set-") as tmp:
+        merged = Path(tmp) / path.name
+        merged.write_text(yaml.safe_dump(data, sort_keys=False))
+        return recipe.load_config(merged)
 
 
 def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
@@ -113,7 +139,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     recipe = get_recipe(name)
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
-    recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
+    from ..training.config import ConfigError
+
+    try:
+        recipe.evaluate(model_dir, episodes=args.episodes, seed=args.seed)
+    except ConfigError as err:  # e.g. the env's module, imported from the training run's folder
+        raise CLIError(
+            f"{err}\n(the run's config is {run_config}; run `eval` from the folder you trained in)"
+        ) from None
     return 0
 
 
@@ -172,6 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RUN_DIR",
         help="continue runs/<name> (or RUN_DIR) from its last checkpoint, appending to its metrics",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override one config key, e.g. --set grpo.learning_rate=1e-4 (YAML value; repeatable)",
+    )
+    p.add_argument(
+        "--force-resume",
+        action="store_true",
+        help="--resume even though the config differs from the run's config.json",
+    )
     p.set_defaults(func=cmd_train)
 
     from .env_cli import register as register_env_commands
@@ -215,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_on_stop_signals()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
         return int(args.func(args) or 0)
-    except (CLIError, RecipeError) as err:
+    except (CLIError, RecipeError, OverrideError) as err:
         print(f"openenv-train {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

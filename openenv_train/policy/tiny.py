@@ -56,6 +56,13 @@ def _vocabulary_from(words: Iterable[str] | None, corpus: Iterable[str] | None) 
     return vocab
 
 
+def missing_words(vocabulary: Iterable[str], texts: Iterable[str]) -> list[str]:
+    """The words of ``texts`` (split as the word tokenizer splits them) that ``vocabulary`` lacks,
+    in first-seen order: each would silently become ``<unk>``."""
+    known = set(vocabulary) | set(SPECIAL_TOKENS)
+    return [w for w in _vocabulary_from(None, texts) if w not in known]
+
+
 def build_word_tokenizer(
     words: Iterable[str] | None = None,
     *,

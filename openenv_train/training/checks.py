@@ -91,3 +91,36 @@ def import_target(target: str, key: str, example: str) -> Any:
             )
         obj = getattr(obj, part)
     return obj
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """The model hub answers a TCP connect within ``timeout`` seconds (``HF_HUB_OFFLINE``: no)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        with socket.create_connection((url.hostname or "", url.port or 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_hub_model(repo_id: str, key: str = "model.path") -> None:
+    """A hub model is in the local cache or the hub can be reached: fail in seconds, in one line,
+    instead of after the download's retries."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError as err:  # not a repo id at all
+        raise ValueError(f"{key}: {repo_id!r} is not a hub id ({err}); give org/name") from None
+    if isinstance(cached, str) or hub_reachable():
+        return
+    raise ValueError(
+        f"{key}: hub model {repo_id!r} is not in the local cache and the hub cannot be reached "
+        "(offline, or HF_HUB_OFFLINE set); download it where there is a network "
+        f"(`huggingface-cli download {repo_id}`) or give a folder saved with save_pretrained"
+    )

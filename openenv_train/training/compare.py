@@ -35,6 +35,28 @@ def read_curve(run_dir: str | Path) -> Curve:
     )
 
 
+#: The recipes' curve panels (metric key, axis label): a run whose summary.json does not name its
+#: own panels (an older or still running run) is plotted on those of these its curve carries.
+KNOWN_PANELS: tuple[tuple[str, str], ...] = (
+    ("win", "greedy win rate"),
+    ("mean_return", "mean return"),
+    ("mean_reward", "mean reward"),
+    ("win_rate", "share of games won"),
+    ("solve_rate", "solve rate"),
+    ("mean_guesses", "mean guesses (solved games)"),
+)
+
+
+def run_panels(run_dir: str | Path, curve: Curve) -> list[tuple[str, str]]:
+    """The panels of a run: those its summary.json names (``panels``: the recipe's score keys),
+    else the known ones its curve carries."""
+    summary = Path(run_dir) / "summary.json"
+    named = json.loads(summary.read_text()).get("panels") if summary.is_file() else None
+    candidates = [tuple(p) for p in named] if named else list(KNOWN_PANELS)
+    keys = {k for _, m in curve for k in m}
+    return [(k, label) for k, label in candidates if k in keys]
+
+
 def plot_compare(
     runs: Mapping[str, Curve],
     path: str | Path,
@@ -99,16 +121,27 @@ def _series(curve: Curve, key: str, *, by_time: bool) -> tuple[list[float], list
     return xs, ys
 
 
-def compare_runs(run_dirs: Sequence[str | Path], out: str | Path) -> tuple[Path, dict[str, Any]]:
-    """Read each run's curve and plot them together into ``out``; returns the path and, per run,
-    its last point (printed by the CLI)."""
+def compare_runs(
+    run_dirs: Sequence[str | Path], out: str | Path
+) -> tuple[Path, dict[str, Any], list[tuple[str, str]]]:
+    """Read each run's curve and plot them together into ``out``, one panel per score the runs
+    carry (``ValueError`` when they carry none); returns the path, per run its last point, and the
+    panels (printed by the CLI)."""
     if len(run_dirs) < 2:
         raise ValueError("runs: pass at least two run folders to compare (runs/<a> runs/<b>)")
     runs: dict[str, Curve] = {}
+    panels: list[tuple[str, str]] = []
     for d in run_dirs:
         name = Path(d).resolve().name
         while name in runs:
             name += "'"
         runs[name] = read_curve(d)
-    path = plot_compare(runs, out, title=" vs ".join(runs))
-    return path, {name: curve[-1] for name, curve in runs.items()}
+        panels += [p for p in run_panels(d, runs[name]) if p not in panels]
+    if not panels:
+        raise ValueError(
+            f"runs: {', '.join(map(str, run_dirs))} carry no score to plot (none of "
+            f"{', '.join(k for k, _ in KNOWN_PANELS)} in their evals); pass run folders written by "
+            "`openenv-train train`"
+        )
+    path = plot_compare(runs, out, panels=panels, title=" vs ".join(runs))
+    return path, {name: curve[-1] for name, curve in runs.items()}, panels

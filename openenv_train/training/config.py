@@ -16,6 +16,8 @@ is one class here and one field on the recipes that take it.
 
 from __future__ import annotations
 
+import difflib
+import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
@@ -24,6 +26,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     ValidationError,
     model_validator,
@@ -108,9 +111,26 @@ class LocalEnvSection(StrictModel):
         return {"runtime": "local", "startup_timeout": self.startup_timeout_s}
 
 
+def build_command(app: str) -> str:
+    """``openenv-train build FOLDER --tag IMAGE`` for the env package of ``app``: FOLDER holds
+    ``<package>/server/app.py`` (found without importing the package)."""
+    import importlib.util
+
+    package = app.split(":")[0].split(".")[0]
+    folder = "ENV_FOLDER"
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        found = None
+    if found is not None and found.origin:
+        where = os.path.relpath(Path(found.origin).parent.parent)
+        folder = where if not where.startswith("..") else str(Path(found.origin).parent.parent)
+    return f"openenv-train build {folder} --tag openenv-train/{package}:latest"
+
+
 class EnvSection(LocalEnvSection):
     """Env servers on ``runtime``: local processes, hardened containers of ``image`` (``openenv-train
-    build envs/blackjack_env --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
+    build ENV_FOLDER --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
 
     #: where servers run: local processes, hardened docker/podman containers, or a Ray fleet
     runtime: Literal["local", "docker", "podman", "ray"] = "local"
@@ -126,7 +146,7 @@ class EnvSection(LocalEnvSection):
         if self.runtime in ("docker", "podman") and not self.image and not self.base_urls:
             raise ValueError(
                 f"env.image: env.runtime={self.runtime} needs an image; build one with "
-                "`openenv-train build envs/blackjack_env --tag openenv-train/blackjack_env:latest`"
+                f"`{build_command(self.app)}`"
             )
         return self
 
@@ -283,6 +303,17 @@ class RunConfig(StrictModel):
     progress: bool = True
     #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
     resume: bool = False
+    #: the YAML file this config was loaded from (the resume hint names it)
+    _source: str | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str | None:
+        """How this config was given: its YAML path (and ``--set`` flags); the resume hint."""
+        return self._source
+
+    def given_as(self, source: str) -> None:
+        """Record how the config was given (``openenv-train train`` adds its ``--set`` flags)."""
+        self._source = source
 
     @property
     def run_dir(self) -> Path:
@@ -294,7 +325,7 @@ class RunConfig(StrictModel):
         model = getattr(self, "model", None)
         path = getattr(model, "path", None)
         if model is None or not path or getattr(model, "hub", False):
-            return
+            return  # a hub model is checked when the run starts (training/model.py)
         p = Path(path) if Path(path).is_absolute() or base is None else base / path
         if not p.is_dir() or not (p / "config.json").is_file():
             keys = type(model).model_fields
@@ -311,23 +342,71 @@ class RunConfig(StrictModel):
         (imported here unless it runs elsewhere: given ``base_urls``, a container runtime)."""
         check_reporters(self.report_to)
         env = getattr(self, "env", None)
-        if not isinstance(env, LocalEnvSection) or env.base_urls:
+        if not isinstance(env, LocalEnvSection):
+            return
+        if env.base_urls:
+            check_servers_answer(env.base_urls)
             return
         if getattr(env, "runtime", "local") in ("local", "ray"):
             example = type(env).model_fields["app"].default
             import_target(env.app, "env.app", example if isinstance(example, str) else "my_env:app")
 
 
+def check_servers_answer(urls: list[str]) -> None:
+    """``env.base_urls``: every server answers ``GET /health`` now, not as an all-zero eval and a
+    dropped-groups traceback after the warm-up."""
+    from openenv_train.runtime.health import probe
+
+    for url in urls:
+        status, _, what = probe(url, timeout=5.0)
+        if status != 200:
+            raise ConfigError(
+                f"env.base_urls: {url} does not answer ({what}); start the env server there "
+                "(openenv-train serve ...) or remove env.base_urls to let the run start its own"
+            )
+
+
 ConfigT = TypeVar("ConfigT", bound=RunConfig)
 
 
-def format_errors(err: ValidationError, example: str) -> str:
+def _keys(model: Any, prefix: str = "") -> list[str]:
+    """Every dotted key of a config schema (sections and their keys)."""
+    out: list[str] = []
+    for name, field in getattr(model, "model_fields", {}).items():
+        out.append(prefix + name)
+        if hasattr(field.annotation, "model_fields"):
+            out += _keys(field.annotation, f"{prefix}{name}.")
+    return out
+
+
+def nearest_key(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | None:
+    """The known key closest in spelling to the unknown one at ``loc``: in its own section
+    (``grpo.learning_rate`` for ``grpo.learnig_rate``), else anywhere (``grpo.max_steps`` for a
+    top-level ``max_step``); None when nothing is close."""
+    section = ".".join(map(str, loc[:-1]))
+    keys = _keys(schema)
+    siblings = {k.rpartition(".")[2]: k for k in keys if k.rpartition(".")[0] == section}
+    close = difflib.get_close_matches(str(loc[-1]), list(siblings), n=1, cutoff=0.6)
+    if close:
+        return siblings[close[0]]
+    leaves: dict[str, str] = {}
+    for k in keys:
+        leaves.setdefault(k.rpartition(".")[2], k)
+    close = difflib.get_close_matches(str(loc[-1]), list(leaves), n=1, cutoff=0.8)
+    return leaves[close[0]] if close else None
+
+
+def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | None = None) -> str:
     """One line per wrong key: the dotted key, what is wrong and the fix."""
     lines = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"])
         if e["type"] == "extra_forbidden":
-            lines.append(f"{key}: unknown key; remove it or check its spelling (see {example})")
+            near = nearest_key(schema, tuple(e["loc"]))
+            hint = f"did you mean `{near}`? " if near else ""
+            lines.append(
+                f"{key}: unknown key; {hint}remove it or check its spelling (see {example})"
+            )
             continue
         msg = e["msg"].removeprefix("Value error, ")
         lines.append(msg if not key or msg.startswith(key.split(".")[0]) else f"{key}: {msg}")
@@ -342,7 +421,7 @@ def parse_config(data: Any, schema: type[ConfigT], base: Path | None = None) -> 
     try:
         cfg = schema.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(format_errors(err, schema.example)) from None
+        raise ConfigError(format_errors(err, schema.example, schema)) from None
     try:
         cfg.check_paths(base)
         cfg.check_start()
@@ -364,4 +443,6 @@ def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as err:
         raise ConfigError(f"{p}: not valid YAML: {err}") from None
-    return parse_config({} if data is None else data, schema, base=Path.cwd())
+    cfg = parse_config({} if data is None else data, schema, base=Path.cwd())
+    cfg.given_as(str(p))
+    return cfg

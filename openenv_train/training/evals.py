@@ -293,6 +293,7 @@ class Evals:
             "saved_step": self.saved_step,
             "baselines": spec.baselines,
             "curve": [{"step": s, **m} for s, m in self.curve],  # on the validation games
+            "panels": [list(p) for p in spec.panels],  # the curve's scores (openenv-train curve)
             "steps": steps,
             "episodes": steps * spec.episodes_per_step or self.episodes,
             "train_seconds": round(self.train_s, 1),

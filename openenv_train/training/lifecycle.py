@@ -242,7 +242,10 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
             checkpoint=run.folder.last_checkpoint(),
         )
     end_run(
-        run.path, interrupted=run.stop.requested, next_step=f"next: openenv-train eval {model_dir}"
+        run.path,
+        interrupted=run.stop.requested,
+        next_step=f"next: openenv-train eval {model_dir}",
+        config=run.cfg.source,
     )
     return summary
 
@@ -253,14 +256,21 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def end_run(run_dir: Path, *, interrupted: bool, next_step: str = "") -> None:
+def resume_command(run_dir: Path, config: str | None = None) -> str:
+    """The command that continues ``run_dir``: its config as given (``config``: the YAML path and
+    any ``--set`` flags), else the ``config.json`` the run folder keeps."""
+    return f"openenv-train train {config or Path(run_dir) / 'config.json'} --resume {run_dir}"
+
+
+def end_run(
+    run_dir: Path, *, interrupted: bool, next_step: str = "", config: str | None = None
+) -> None:
     """The run's last word, the same for every recipe: what to run next; or, after a stop
-    request (the work is saved by now), the command that resumes it, then ``KeyboardInterrupt``
-    so the command exits with status 130."""
+    request (the work is saved by now), the command that resumes it (``config``: the config as
+    given), then ``KeyboardInterrupt`` so the command exits with status 130."""
     if interrupted:
         stdout.print(
-            f"saved the work so far in {run_dir}; continue with "
-            f"`openenv-train train CONFIG --resume {run_dir}`"
+            f"saved the work so far in {run_dir}; continue with `{resume_command(run_dir, config)}`"
         )
         raise KeyboardInterrupt
     stdout.print(next_step or f"done: {run_dir}")

@@ -31,6 +31,13 @@ def load_model(
     elif getattr(m, "hub", False):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from .checks import check_hub_model
+        from .config import ConfigError
+
+        try:  # offline: one line now, not a traceback after the download's retries
+            check_hub_model(m.path)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         tokenizer = AutoTokenizer.from_pretrained(m.path)
         model = AutoModelForCausalLM.from_pretrained(m.path)
         if tokenizer.pad_token is None:

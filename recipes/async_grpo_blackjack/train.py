@@ -104,7 +104,10 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
         summary.update(interrupted=stop.requested, wall_seconds=round(time.perf_counter() - t0, 1))
         write_summary(folder.path, summary)
     end_run(
-        folder.path, interrupted=stop.requested, next_step=f"model saved to {folder.path / 'model'}"
+        folder.path,
+        interrupted=stop.requested,
+        next_step=f"model saved to {folder.path / 'model'}",
+        config=cfg.source,
     )
     return summary
 

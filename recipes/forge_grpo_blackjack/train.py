@@ -150,7 +150,12 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
                 if servers is not None:
                     servers.stop()
     summary = _finish(cfg, folder, evals, state, final, interrupted=stop.requested, train_s=train_s)
-    end_run(folder.path, interrupted=stop.requested, next_step=f"model: {folder.path / 'model'}")
+    end_run(
+        folder.path,
+        interrupted=stop.requested,
+        next_step=f"model: {folder.path / 'model'}",
+        config=cfg.source,
+    )
     return summary
 
 

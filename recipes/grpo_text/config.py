@@ -8,6 +8,7 @@ a ``random_episode`` for the format warm-up.
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -107,10 +108,34 @@ class TextRecipeConfig(config.RunConfig):
                 f"model.vocabulary: the tiny model needs the env's words; set `vocabulary` on "
                 f"{type(spec).__name__} or list them here, or give model.path"
             )
+        if m.path is None:
+            self.check_vocabulary(spec)
         if m.warmup_steps and self.warmup_episodes(spec) is None:
             raise ConfigError(
                 f"model.warmup_steps: {type(spec).__name__} has no random_episode(rng) to warm "
                 "up on; add one (README: Train GRPO on your own env) or set model.warmup_steps: 0"
+            )
+
+    def check_vocabulary(self, spec: Any, games: int = 32) -> None:
+        """Every word of the spec's own texts (the system prompt, ``random_episode`` games) is in
+        the tiny model's vocabulary: a missing one would silently become ``<unk>``."""
+        from openenv_train.policy.tiny import missing_words
+
+        texts = [self.rollout.system_prompt or ""]
+        sample = self.warmup_episodes(spec)
+        if sample is not None:
+            for i in range(games):
+                texts += [text for _, text in sample(random.Random(self.seed + i))]
+        missing = missing_words(self.vocabulary(spec), texts)
+        if missing:
+            where = (
+                "model.vocabulary" if self.model.vocabulary else f"{type(spec).__name__}.vocabulary"
+            )
+            words = ", ".join(repr(w) for w in missing[:20])
+            more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+            raise ConfigError(
+                f"{where}: the env's texts use {words}{more}, which the vocabulary lacks (the tiny "
+                f"model would read each as <unk>); add them to {where}"
             )
 
     def make_spec(self, **overrides: Any) -> Any:
@@ -139,8 +164,10 @@ class TextRecipeConfig(config.RunConfig):
             found = getattr(sys.modules.get(type(spec).__module__), "random_episode", None)
         return found if callable(found) else None
 
-    def vocabulary(self) -> list[str]:
-        return list(self.model.vocabulary or getattr(self.make_spec(), "vocabulary", ()))
+    def vocabulary(self, spec: Any = None) -> list[str]:
+        if self.model.vocabulary:
+            return list(self.model.vocabulary)
+        return list(getattr(spec or self.make_spec(), "vocabulary", ()))
 
 
 def parse_config(data: Any, base: Path | None = None) -> TextRecipeConfig:

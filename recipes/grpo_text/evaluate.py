@@ -5,6 +5,7 @@ invalid answers and turns."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,51 @@ VALIDATION_OFFSET = 10_000_000
 
 
 def seeded_spec(cfg: Any, seed: int) -> Any:
-    """The config's spec, dealing the games of ``seed`` when the spec can seed them."""
+    """The config's spec dealing the games of ``seed``: through its own ``seed`` attribute, else
+    by passing ``reset(seed=seed + row)`` (a spec written without one, as the README's), so the
+    evals before, during and after training and ``openenv-train eval`` play the same games."""
     spec = cfg.make_spec()
     if hasattr(spec, "seed"):
         spec.seed = seed
+        return spec
+    given = spec.reset_kwargs
+
+    def reset_kwargs(prompt: Any, group: int, row: int) -> dict[str, Any]:
+        return {"seed": seed + row, **given(prompt, group, row)}
+
+    spec.reset_kwargs = reset_kwargs
     return spec
+
+
+def random_answers(cfg: Any, games: int = 64) -> list[str]:
+    """The answers of the spec's ``random_episode`` games (the env's moves, in words); empty when
+    the spec has none."""
+    sample = cfg.warmup_episodes(cfg.make_spec())
+    if sample is None:
+        return []
+    found: dict[str, None] = {}
+    for i in range(games):
+        found.update(
+            (text, None)
+            for role, text in sample(random.Random(cfg.seed + i))
+            if role == "assistant"
+        )
+    return list(found)
+
+
+def random_baseline(
+    cfg: Any, tokenizer: Any, urls: list[str], episodes: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """``{"random": metrics}``: a policy answering uniformly among the env's moves (those of
+    ``random_episode``) on the same games as the model; ``{}`` without ``random_episode``."""
+    from openenv_train.rollout.scripted import ScriptedPolicy
+
+    answers = random_answers(cfg)
+    if not answers:
+        return {}
+    rng = random.Random(seed)
+    policy = ScriptedPolicy(tokenizer, lambda _text: rng.choice(answers))
+    return {"random": evaluate_on_servers(policy, seeded_spec(cfg, seed), urls, episodes, cfg)}
 
 
 def evaluate_on_servers(
@@ -84,10 +125,14 @@ def evaluate_saved_model(
     n = episodes or cfg.eval.episodes
     servers = start_servers(cfg.env.app, 1, **cfg.env.server_options())
     try:
-        row = evaluate_on_servers(
-            TransformersPolicy(model, tokenizer), spec, list(servers.base_urls), n, cfg
+        urls = list(servers.base_urls)
+        rows = {
+            "model": evaluate_on_servers(TransformersPolicy(model, tokenizer), spec, urls, n, cfg)
+        }
+        rows.update(
+            random_baseline(cfg, tokenizer, urls, n, cfg.eval.seed if seed is None else seed)
         )
     finally:
         servers.stop()
-    Console().print(results_table(f"{model_dir} ({n} games, greedy)", {"model": row}, COLUMNS))
-    return {"model": row}
+    Console().print(results_table(f"{model_dir} ({n} games, greedy)", rows, COLUMNS))
+    return rows

@@ -25,7 +25,13 @@ from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import load_model, warm_up
 
 from .config import TextRecipeConfig, load_config
-from .evaluate import COLUMNS, VALIDATION_OFFSET, evaluate_on_servers, seeded_spec
+from .evaluate import (
+    COLUMNS,
+    VALIDATION_OFFSET,
+    evaluate_on_servers,
+    random_baseline,
+    seeded_spec,
+)
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
@@ -55,6 +61,11 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
             )
             return evaluate_on_servers(policy, seeded_spec(cfg, seed), urls, n, cfg)
 
+        # a random player on the same games: the line the curve must rise above
+        baselines = random_baseline(cfg, tokenizer, urls, ev.episodes, ev.seed)
+        val_baselines = random_baseline(
+            cfg, tokenizer, urls, ev.periodic_episodes, ev.seed + VALIDATION_OFFSET
+        )
         evals = Evals(
             run,
             model,
@@ -68,6 +79,8 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 status={"greedy": "mean_reward", "won": "win_rate"},
                 panels=(("mean_reward", "mean reward"), ("win_rate", "share of games won")),
                 curve_title=f"GRPO on {cfg.env.app} ({cfg.name}): greedy play on {ev.periodic_episodes} validation games",
+                baselines=baselines,
+                validation_baselines=val_baselines,
             ),
         )
         evals.begin()  # the eval before training (or, resuming, the run so far)

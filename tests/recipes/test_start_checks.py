@@ -97,8 +97,9 @@ def test_the_tiny_model_needs_words_and_the_warmup_needs_games(tmp_path: Path, m
         ConfigError, match="^model.vocabulary: the tiny model needs the env's words"
     ):
         parse_text({"env": {"spec": "wordless:Wordless"}})
-    cfg = parse_text({"env": {"spec": "wordless:Wordless"}, "model": {"vocabulary": ["a", "b"]}})
-    assert cfg.vocabulary() == ["a", "b"]
+    words = ["total", "target", "add", *map(str, range(13))]  # every word of countdown's games
+    cfg = parse_text({"env": {"spec": "wordless:Wordless"}, "model": {"vocabulary": words}})
+    assert cfg.vocabulary() == words
     with pytest.raises(ConfigError, match="^model.warmup_steps: Gameless has no random_episode"):
         parse_text({"env": {"spec": "wordless:Gameless"}})
     assert parse_text({"env": {"spec": "wordless:Gameless"}, "model": {"warmup_steps": 0}})
