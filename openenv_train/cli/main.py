@@ -12,6 +12,7 @@
     openenv-train recipes                      the registered recipes, one line each
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
+    openenv-train export RUN --merge           a LoRA run's adapter merged into its base (RUN/merged)
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -29,6 +30,7 @@ import yaml
 from .. import __version__
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
+from .export_cmd import register as register_export
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 
 
@@ -94,7 +96,7 @@ def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     model_dir = Path(args.model)
-    if not (model_dir / "config.json").is_file():
+    if not any((model_dir / f).is_file() for f in ("config.json", "adapter_config.json")):
         raise CLIError(
             f"model: {args.model!r} is not a saved model folder (no config.json); pass runs/<name>/model"
         )
@@ -199,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_recipes)
     register_curve(sub)
+    register_export(sub)
     return parser
 
 

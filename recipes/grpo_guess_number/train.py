@@ -19,7 +19,7 @@ from typing import Any
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import grpo_args, start_servers, trainer_class
 from openenv_train.training.lifecycle import finish, main, open_run, train
-from openenv_train.training.model import load_model, warm_up
+from openenv_train.training.model import apply_lora, load_model, warm_up
 
 from .config import RecipeConfig, load_config
 from .evaluate import COLUMNS, VALIDATION_OFFSET, baselines, evaluate_model
@@ -46,6 +46,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             warm_up(
                 model, tokenizer, cfg.model, cfg.seed, run.metrics.write, conversation, chat=True
             )
+        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
         # greedy play of fresh seeded games in-process, beside the baselines on the same games
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's games, apart from the final ones
