@@ -96,7 +96,9 @@ def _family(family: str) -> ChatFamily:
     return FAMILIES[family]
 
 
-def build_chat_tokenizer(family: Family, corpus: Iterable[str] = (), *, vocab_size: int = 600) -> Any:
+def build_chat_tokenizer(
+    family: Family, corpus: Iterable[str] = (), *, vocab_size: int = 600
+) -> Any:
     """A byte-level BPE ``PreTrainedTokenizerFast`` trained on ``corpus`` (and chat syntax) with
     ``family``'s special tokens and chat template: any text round-trips exactly."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

@@ -41,7 +41,7 @@ class RecordingPolicy(TransformersPolicy):
 
     def generate_sync(self, prompts: list[list[int]], sampling: Any, seeds: Any = None) -> Any:
         gens = super().generate_sync(prompts, sampling, seeds)
-        self.calls += [(list(p), list(g.token_ids)) for p, g in zip(prompts, gens)]
+        self.calls += [(list(p), list(g.token_ids)) for p, g in zip(prompts, gens, strict=True)]
         return gens
 
 
@@ -88,7 +88,9 @@ def test_records_are_the_sampled_ids_over_many_turns(family: str, echo_url: str)
         assert len(model_runs) == TURNS
         for start, end, is_model in runs:
             piece = rec.completion_ids[start:end]
-            if not is_model:  # env text: the template's next user turn, ending in the generation prompt
+            if (
+                not is_model
+            ):  # env text: the template's next user turn, ending in the generation prompt
                 assert all(lp == 0.0 for lp in rec.logprobs[start:end])
                 text = tok.decode(piece)
                 assert "echo:" in text and text.endswith(_generation_prompt(family)), text
@@ -103,7 +105,11 @@ def test_records_are_the_sampled_ids_over_many_turns(family: str, echo_url: str)
 
 
 def _generation_prompt(family: str) -> str:
-    return "<|im_start|>assistant\n" if family == "qwen3" else "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    return (
+        "<|im_start|>assistant\n"
+        if family == "qwen3"
+        else "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
 
 
 def test_templates_are_the_real_ones_trl_recognises() -> None:
