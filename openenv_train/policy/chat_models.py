@@ -90,6 +90,14 @@ def chat_template(family: Family) -> str:
     return (TEMPLATES / _family(family).template_file).read_text(encoding="utf-8")
 
 
+def family_of(template: str | None) -> str | None:
+    """The family whose real chat template ``template`` is, else None (a custom template)."""
+    for name in FAMILIES:
+        if template and template == chat_template(name):  # type: ignore[arg-type]
+            return name
+    return None
+
+
 def _family(family: str) -> ChatFamily:
     if family not in FAMILIES:
         raise ValueError(f"family: {family!r} is not one of {sorted(FAMILIES)}")

@@ -36,7 +36,11 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         if servers is not None:
             run.close_at_end(servers.stop)
         words = corpus(g.low, g.high, g.max_turns, g.show_range)
-        model, tokenizer = load_model(cfg, corpus=words, tokenizer_attrs=TOOL_TEMPLATES)
+        # a saved real chat model (Qwen3, Llama 3) keeps its own template: TRL parses its calls
+        real = cfg.model.path is not None and has_real_chat_template(cfg.model.path)
+        model, tokenizer = load_model(
+            cfg, corpus=words, tokenizer_attrs=None if real else TOOL_TEMPLATES
+        )
         if not run.resume:
             guesses = cfg.model.warmup_guesses
 
@@ -98,6 +102,13 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         )
         train(run, trainer, evals)
     return finish(run, evals, trainer, tokenizer)
+
+
+def has_real_chat_template(path: str) -> bool:
+    from openenv_train.policy.chat_models import family_of
+    from openenv_train.policy.tiny import load_tiny_tokenizer
+
+    return family_of(load_tiny_tokenizer(path).chat_template) is not None
 
 
 def games_dataset(cfg: RecipeConfig) -> Any:
