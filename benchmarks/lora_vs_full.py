@@ -28,7 +28,7 @@ import yaml  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-console = Console()
+console = Console(width=150)
 ROOT = Path(__file__).resolve().parents[1]
 
 

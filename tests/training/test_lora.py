@@ -45,7 +45,7 @@ def test_the_mailbox_publishes_only_the_adapter_and_the_copy_plays_alike() -> No
     model = wrapped()
     producer_copy = copy.deepcopy(model).eval()
     with torch.no_grad():  # a "training step": the adapter moves, the base does not
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if p.requires_grad:
                 p.add_(torch.randn_like(p) * 0.1)
     box = WeightMailbox()
