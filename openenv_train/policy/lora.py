@@ -73,20 +73,20 @@ def is_adapter_dir(path: str | Path) -> bool:
     return (Path(path) / ADAPTER_CONFIG).is_file()
 
 
-def base_dir_of(adapter_dir: str | Path) -> Path:
+def base_dir_of(adapter_dir: str | Path) -> Path | str:
     """The base an adapter folder was trained on: the run's ``base/`` beside it, else the
-    ``base_model_name_or_path`` its config names."""
+    ``base_model_name_or_path`` its config names (a folder or a hub id)."""
     adapter_dir = Path(adapter_dir)
     sibling = adapter_dir.parent / "base"
     if (sibling / "config.json").is_file():
         return sibling
     named = json.loads((adapter_dir / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
-    if named and (Path(named) / "config.json").is_file():
-        return Path(named)
-    raise FileNotFoundError(
-        f"{adapter_dir} is a LoRA adapter but its base is missing: expected {sibling} "
-        f"(saved by the run) or a folder in {ADAPTER_CONFIG}'s base_model_name_or_path ({named!r})"
-    )
+    if not named:
+        raise FileNotFoundError(
+            f"{adapter_dir} is a LoRA adapter but its base is missing: expected {sibling} (saved by "
+            f"the run) or a folder or hub id in {ADAPTER_CONFIG}'s base_model_name_or_path"
+        )
+    return Path(named) if (Path(named) / "config.json").is_file() else named
 
 
 def load_adapter_model(adapter_dir: str | Path, *, merge: bool = True, dtype: Any = None) -> Any:
