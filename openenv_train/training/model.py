@@ -116,6 +116,7 @@ def warm_up(
     sample_episode: Callable[..., Any],
     *,
     chat: bool = False,
+    tools: list[dict[str, Any]] | None = None,
 ) -> None:
     """The warm-up of the ``model`` section (``warmup_steps`` batches; nothing when 0), printed
     and logged as a ``warmup`` record: the format warm-up on ``sample_episode(rng)`` turns, or
@@ -132,7 +133,7 @@ def warm_up(
         seed=seed,
     )
     if chat:
-        res = chat_warmup(model, tokenizer, sample_episode, **sizes)
+        res = chat_warmup(model, tokenizer, sample_episode, tools=tools, **sizes)
     else:
         res = format_warmup(model, tokenizer, sample_episode, loss_on=m.warmup_loss_on, **sizes)
     secs = time.perf_counter() - t0

@@ -47,8 +47,16 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             def conversation(rng: Any) -> list[dict[str, Any]]:
                 return random_conversation(rng, g.low, g.high, g.max_turns, g.show_range, guesses)
 
+            tools = tool_schemas(environment_class(urls)) if real else None  # as TRL renders them
             warm_up(
-                model, tokenizer, cfg.model, cfg.seed, run.metrics.write, conversation, chat=True
+                model,
+                tokenizer,
+                cfg.model,
+                cfg.seed,
+                run.metrics.write,
+                conversation,
+                chat=True,
+                tools=tools,
             )
         model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
@@ -102,6 +110,13 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         )
         train(run, trainer, evals)
     return finish(run, evals, trainer, tokenizer)
+
+
+def tool_schemas(env_class: type) -> list[dict[str, Any]]:
+    """The JSON schema TRL gives the chat template for the env class's ``guess`` tool."""
+    from transformers.utils import get_json_schema
+
+    return [get_json_schema(env_class.guess)]
 
 
 def has_real_chat_template(path: str) -> bool:
