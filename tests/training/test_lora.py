@@ -146,3 +146,19 @@ def test_the_gpu_configs_load_and_name_a_gpu() -> None:
         recipe = yaml.safe_load(path.read_text())["recipe"]
         cfg = importlib.import_module(f"recipes.{recipe}.config").load_config(path)
         assert cfg.recipe == recipe, path.name
+
+
+def test_the_forge_trainer_actor_trains_adapters_and_pushes_merged_weights(tmp_path: Path) -> None:
+    import asyncio
+
+    from openenv_train.training.forge.actors import TrainerActor
+
+    _, _ = build_tiny_model(VOCABULARY, tmp_path / "m", seed=3)
+    plain = load_tiny_model(tmp_path / "m")[0]
+    spec = {"r": 4, "alpha": 8.0, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    trainer = TrainerActor(str(tmp_path / "m"), lora=spec)
+    trained = [p for g in trainer.optimizer.param_groups for p in g["params"]]
+    assert 0 < sum(p.numel() for p in trained) < sum(p.numel() for p in plain.parameters()) / 5
+    pushed = asyncio.run(TrainerActor.push_weights._method(trainer, 1))
+    assert set(pushed) == set(plain.state_dict())  # merged: the generator's plain model loads it
+    assert lora.is_peft(trainer.model)  # merging a copy leaves the trainer's adapters in place
