@@ -121,6 +121,12 @@ def test_environment_factory_trains_a_qwen3_with_lora_on_a_real_server(
         return Counted
 
     monkeypatch.setattr(recipe, "environment_class", counting)
+    # a 2-core-sized warm-up cannot teach a random Qwen3 the JSON call format in general; one
+    # fixed game, learned by heart, makes its first turn a well-formed call for TRL to parse
+    import random
+
+    game = recipe.random_conversation(random.Random(0), 1, 16, 5, True, "in_range")
+    monkeypatch.setattr(recipe, "random_conversation", lambda *args: game)
     cfg = load_gn(ROOT / "configs" / "grpo_guess_number_cpu.yaml")
     cfg.output_dir, cfg.progress, cfg.model.path = str(tmp_path), False, str(tmp_path / "qwen3")
     cfg.model.warmup_steps, cfg.model.warmup_batch_size = 60, 16
