@@ -129,7 +129,7 @@ def test_environment_factory_trains_a_qwen3_with_lora_on_a_real_server(
     monkeypatch.setattr(recipe, "random_conversation", lambda *args: game)
     cfg = load_gn(ROOT / "configs" / "grpo_guess_number_cpu.yaml")
     cfg.output_dir, cfg.progress, cfg.model.path = str(tmp_path), False, str(tmp_path / "qwen3")
-    cfg.model.warmup_steps, cfg.model.warmup_batch_size = 60, 16
+    cfg.model.warmup_steps, cfg.model.warmup_batch_size = 200, 2
     cfg.model.warmup_learning_rate = 1e-2
     cfg.lora.r = 4
     cfg.grpo.max_steps, cfg.grpo.per_device_train_batch_size, cfg.grpo.num_generations = 2, 8, 4
@@ -139,6 +139,10 @@ def test_environment_factory_trains_a_qwen3_with_lora_on_a_real_server(
     assert summary["steps"] == 2
     assert calls, "TRL never called the env's tool: the Qwen3 tool calls were not parsed"
     assert lora.is_adapter_dir(tmp_path / cfg.name / "model")
+    from openenv_train.policy.chat_models import family_of
+
+    saved = load_tiny_model(tmp_path / cfg.name / "model")[1]
+    assert family_of(saved.chat_template) == "qwen3"  # Qwen3's own template did the tool calls
 
 
 def test_the_gpu_configs_load_and_name_a_gpu() -> None:
