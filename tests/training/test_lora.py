@@ -172,3 +172,18 @@ def test_the_forge_trainer_actor_trains_adapters_and_pushes_merged_weights(tmp_p
     pushed = asyncio.run(TrainerActor.push_weights._method(trainer, 1))
     assert set(pushed) == set(plain.state_dict())  # merged: the generator's plain model loads it
     assert lora.is_peft(trainer.model)  # merging a copy leaves the trainer's adapters in place
+
+
+def test_the_async_worker_asks_for_the_adapter_of_each_version() -> None:
+    """Adapter-only sync to vLLM: TRL loads ``trl-policy-vN`` per sync; requests must name it."""
+    from types import SimpleNamespace
+
+    from openenv_train.training.async_grpo.worker import EngineRolloutWorker
+
+    worker = EngineRolloutWorker(lambda: None, lambda p: None, num_generations=2)  # type: ignore[arg-type, return-value]
+    policy = SimpleNamespace(model="policy")
+    worker._serve_version(policy)
+    assert policy.model == "policy"  # no adapter sync: the served base model
+    worker.adapter_name, worker._policy = "trl-policy", policy
+    worker.update_model_version(3)
+    assert policy.model == "trl-policy-v3"
