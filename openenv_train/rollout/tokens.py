@@ -136,22 +136,26 @@ class TokenCodec:
         )
 
     def _delta_text(self, messages: list[Message]) -> str:
+        """What the template renders after a (probe) assistant turn's EOS for ``messages``.
+
+        Cut from one render of the whole conversation, so templates that render the last
+        assistant turn differently from earlier ones (Qwen3 adds an empty ``<think>`` block to the
+        last one only) still give the delta; the model's own earlier tokens stay as sampled."""
         base: list[Message] = [
             {"role": "user", "content": _PROBE_USER},
             {"role": "assistant", "content": _PROBE_ASSISTANT},
         ]
-        prefix = self._render(base, add_generation_prompt=False)
         full = self._render(base + list(messages), add_generation_prompt=True)
-        anchor = prefix.rfind(_PROBE_ASSISTANT)
-        if anchor < 0 or not full.startswith(prefix[: anchor + len(_PROBE_ASSISTANT)]):
+        anchor = full.rfind(_PROBE_ASSISTANT)
+        if anchor < 0:
             raise ValueError(
-                "the chat template does not render a conversation as a prefix of its extension; "
+                "the chat template does not render an assistant turn's content as given; "
                 "pass chat_template=False and format turns in the TextEnvSpec instead"
             )
         cut = anchor + len(_PROBE_ASSISTANT)
         # The model ends its turn with EOS itself: the env delta starts right after it.
-        if self._eos_text and prefix.find(self._eos_text, cut) >= 0:
-            cut = prefix.find(self._eos_text, cut) + len(self._eos_text)
+        if self._eos_text and full.find(self._eos_text, cut) >= 0:
+            cut = full.find(self._eos_text, cut) + len(self._eos_text)
         return full[cut:]
 
 

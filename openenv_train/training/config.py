@@ -10,8 +10,9 @@ Sections come in two sizes where a recipe cannot honor every key: :class:`LocalM
 (a folder or the tiny Llama) under :class:`ModelSection` (also hub models and chat templates),
 :class:`LocalEnvSection` (local servers) under :class:`EnvSection` (containers, Ray),
 :class:`EngineSection` under :class:`RolloutSection`, :class:`CoreGRPOSection` under
-:class:`GRPOSection`. The defaults are the BlackJack CPU demo's. A new section (``lora`` next)
-is one class here and one field on the recipes that take it.
+:class:`GRPOSection`. The defaults are the BlackJack CPU demo's. A new section is one class here
+and one field on the recipes that take it; :class:`LoraSection` is on :class:`RunConfig`, so every
+recipe takes it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,27 @@ class ModelSection(LocalModelSection):
     chat_template_kwargs: dict[str, Any] = Field(
         default_factory=dict
     )  # e.g. {enable_thinking: false}
+
+
+class LoraSection(StrictModel):
+    """LoRA adapters (peft) on the policy instead of full fine-tuning; ``r: 0`` (the default) is off.
+    The run folder then holds the adapter (``model/``) beside its base (``base/``);
+    ``openenv-train export RUN --merge`` writes one merged model."""
+
+    #: adapter rank (0: off, full fine-tuning)
+    r: int = Field(0, ge=0)
+    #: LoRA scaling numerator (the update is scaled by alpha / r)
+    alpha: float = Field(16.0, gt=0)
+    #: dropout on the adapter's input while training
+    dropout: float = Field(0.0, ge=0, lt=1)
+    #: module names that get adapters ("all-linear": every linear layer but the output head)
+    target_modules: list[str] | Literal["all-linear"] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.r > 0
 
 
 class LocalEnvSection(StrictModel):
@@ -303,6 +325,9 @@ class RunConfig(StrictModel):
     progress: bool = True
     #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)
     resume: bool = False
+    #: LoRA adapters instead of full fine-tuning (off while lora.r is 0)
+    lora: LoraSection = Field(default_factory=LoraSection)
+
     #: the YAML file this config was loaded from (the resume hint names it)
     _source: str | None = PrivateAttr(default=None)
 

@@ -233,6 +233,15 @@ class Evals:
         if self.best and (self.run.path / "best").is_dir():
             from transformers import AutoModelForCausalLM
 
+            from openenv_train.policy.lora import is_adapter_dir
+
+            if is_adapter_dir(self.run.path / "best"):  # a LoRA run saves the adapter only
+                from peft import load_peft_weights, set_peft_model_state_dict
+
+                weights = load_peft_weights(str(self.run.path / "best"))
+                set_peft_model_state_dict(self.model, weights)
+                return True
+
             saved = AutoModelForCausalLM.from_pretrained(str(self.run.path / "best"))
             self.model.load_state_dict(saved.state_dict())
             return True

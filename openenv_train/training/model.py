@@ -61,6 +61,39 @@ def load_model(
     return model, tokenizer
 
 
+def apply_lora(model: Any, tokenizer: Any, cfg: Any, run_dir: Any, *, resume: bool = False) -> Any:
+    """``model`` with the ``lora`` section's adapters (as is when ``lora.r`` is 0), called after
+    the warm-up: the base it trains on (warm-up included) is saved to ``run_dir/base`` first, so
+    ``model/`` can hold only the adapter. Resuming, the base comes back from there (the trainer
+    checkpoint holds only the adapter)."""
+    from pathlib import Path
+
+    from openenv_train.policy import lora
+
+    section = getattr(cfg, "lora", None)
+    if section is None or not section.enabled:
+        return model
+    base = Path(run_dir) / "base"
+    if resume and (base / "config.json").is_file():
+        from transformers import AutoModelForCausalLM
+
+        saved = AutoModelForCausalLM.from_pretrained(base, dtype=model.dtype)
+        model.load_state_dict(saved.state_dict())
+    else:
+        model.save_pretrained(base)
+        tokenizer.save_pretrained(base)
+    wrapped = lora.wrap(
+        model,
+        lora.lora_config(section.r, section.alpha, section.dropout, section.target_modules),
+    )
+    trainable, total = wrapped.get_nb_trainable_parameters()
+    console.print(
+        f"LoRA r={section.r} on {section.target_modules}: {trainable:,} of {total:,} parameters "
+        f"train ({trainable / total:.1%}); base saved in {base}"
+    )
+    return wrapped
+
+
 def build_tiny(
     t: Any, vocabulary: Iterable[str] = (), *, corpus: Iterable[str] = ()
 ) -> tuple[Any, Any]:
@@ -90,6 +123,7 @@ def warm_up(
     sample_episode: Callable[..., Any],
     *,
     chat: bool = False,
+    tools: list[dict[str, Any]] | None = None,
 ) -> None:
     """The warm-up of the ``model`` section (``warmup_steps`` batches; nothing when 0), printed
     and logged as a ``warmup`` record: the format warm-up on ``sample_episode(rng)`` turns, or
@@ -106,7 +140,7 @@ def warm_up(
         seed=seed,
     )
     if chat:
-        res = chat_warmup(model, tokenizer, sample_episode, **sizes)
+        res = chat_warmup(model, tokenizer, sample_episode, tools=tools, **sizes)
     else:
         res = format_warmup(model, tokenizer, sample_episode, loss_on=m.warmup_loss_on, **sizes)
     secs = time.perf_counter() - t0

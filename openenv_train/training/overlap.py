@@ -4,7 +4,7 @@ A producer plays batches back to back with its own copy of the policy weights: i
 process (``overlap_process.ProcessProducer``, the default: its own GIL) or as a task on the
 rollout function's event loop (:class:`ThreadProducer`); :class:`OverlapStrategy` drives either
 one behind ``RolloutFunc``. At every ``rollout_func`` call (right after an optimizer step) the
-trainer's weights are published as a CPU ``state_dict`` copy tagged with the step number (the
+trainer's trainable weights (all, or a LoRA model's adapter tensors only) are published as a CPU copy tagged with the step number (the
 policy version); the producer loads the newest copy at its next batch boundary, so episodes in
 flight are never paused. At most ``max_staleness`` finished-or-running batches are ahead of the
 trainer; a batch older than ``max_staleness`` versions when TRL asks for it is dropped and
@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from ..client.sync import LoopThread
 from ..policy.base import Policy
+from ..policy.lora import load_state, state_bytes, trainable_state
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
 from .rollout import tokenizer_of
@@ -35,10 +36,13 @@ from .rollout_func import RolloutStats, unwrap_model
 
 
 class WeightMailbox:
-    """The newest published weights (a CPU ``state_dict`` copy) and their policy version."""
+    """The newest published weights (a CPU copy of what trains: the whole ``state_dict``, or only
+    the adapter tensors of a LoRA model) and their policy version."""
 
     def __init__(self) -> None:
-        self._latest: tuple[int, dict[str, Any]] | None = None  # replaced whole: one atomic swap
+        # replaced whole: one atomic swap; (version, state, partial)
+        self._latest: tuple[int, dict[str, Any], bool] | None = None
+        self.last_bytes = 0  # size of the last published state (the weight-sync bytes per step)
 
     @property
     def version(self) -> int:
@@ -46,8 +50,9 @@ class WeightMailbox:
 
     def publish(self, model: Any, version: int) -> None:
         """Copy ``model``'s weights (called on the trainer's thread, between optimizer steps)."""
-        state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        self._latest = (version, state)
+        state, partial = trainable_state(model)
+        self.last_bytes = state_bytes(state)
+        self._latest = (version, state, partial)
 
     def apply(self, model: Any, loaded: int) -> int:
         """Load the newest weights into ``model`` if they are newer than ``loaded``; returns the
@@ -55,7 +60,7 @@ class WeightMailbox:
         latest = self._latest
         if latest is None or latest[0] <= loaded:
             return loaded
-        model.load_state_dict(latest[1])
+        load_state(model, latest[1], latest[2])
         return latest[0]
 
 

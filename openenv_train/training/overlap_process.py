@@ -4,7 +4,8 @@ A tiny model's training step and the rollout loop are both mostly Python (op dis
 WebSocket client, episode bookkeeping). In one process they take turns on one GIL and overlap
 little (measured on the demo config: 1.0x). Here the producer (``RolloutEngine`` + a private
 ``TransformersPolicy`` copy + env sessions) runs in a spawned child process: each request carries
-the newest published weights (a CPU ``state_dict``, ~0.3 MB for the demo model) and the prompts,
+the newest published weights (a CPU copy of what trains: the whole ``state_dict``, ~0.3 MB for
+the demo model, or only a LoRA model's adapter tensors) and the prompts,
 and the child answers with the finished ``RolloutBatch``. ``max_staleness`` requests are kept
 outstanding, so the child always plays the next batch while the trainer computes.
 """
@@ -18,6 +19,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from ..policy.lora import load_state, trainable_state
 from ..rollout.episode import RolloutConfig
 from ..rollout.spec import TextEnvSpec
 from .overlap import check_in_process
@@ -49,8 +51,8 @@ def _child(conn: Any, spec: Any, urls: list[str], cfg: Any, model: Any, tok: Any
                 if msg[0] == "stop":
                     return
                 _, version, state, prompts = msg
-                if state is not None:
-                    model.load_state_dict(state)
+                if state is not None:  # (tensors, partial): a LoRA model sends its adapter only
+                    load_state(model, *state)
                 try:
                     batch = await engine.run(prompts, g)
                 except Exception as exc:  # noqa: BLE001 - re-raised on the trainer's side
@@ -77,7 +79,7 @@ class ProcessProducer:
         self.config = config  # aligned with the trainer's sampling settings at start
         self.proc: Any = None
         self.conn: Any = None
-        self._latest: tuple[int, dict[str, Any]] | None = None
+        self._latest: tuple[int, tuple[dict[str, Any], bool]] | None = None
         self._sent_version = -1
         self.prompts: list[Any] = []
         self._asked: deque[list[Any]] = deque()  # the prompts of each outstanding request
@@ -118,8 +120,7 @@ class ProcessProducer:
 
     def publish(self, model: Any, version: int, prompts: list[Any]) -> None:
         """The trainer's weights now (copied) and the prompts the next requests play."""
-        state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        self._latest = (version, state)
+        self._latest = (version, trainable_state(model))
         self.prompts = list(prompts)
 
     def _request(self) -> None:

@@ -148,18 +148,23 @@ def chat_warmup(
     batch_size: int = 32,
     learning_rate: float = 3e-3,
     seed: int = 0,
+    tools: list[dict[str, Any]] | None = None,
 ) -> WarmupResult:
     """Next-token training on conversations rendered by the tokenizer's chat template (for
     ``environment_factory`` recipes, whose model turns are tool calls TRL parses back): teaches
     the call format and the env's text, every token in the loss. ``sample_conversation(rng)``
-    gives one episode's messages with random actions (no strategy)."""
+    gives one episode's messages with random actions (no strategy). ``tools`` (JSON schemas)
+    are rendered as TRL renders them in training (a real chat template lists them up front)."""
     if steps < 0 or batch_size < 1:
         raise ValueError(f"warmup: steps={steps} must be >= 0 and batch_size={batch_size} >= 1")
 
     def draw(rng: random.Random) -> list[tuple[list[int], list[int]]]:
         rows = [
             tokenizer.apply_chat_template(
-                sample_conversation(rng), tokenize=True, return_dict=False
+                sample_conversation(rng),
+                tokenize=True,
+                return_dict=False,
+                **({"tools": tools} if tools else {}),
             )
             for _ in range(batch_size)
         ]

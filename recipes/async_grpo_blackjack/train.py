@@ -27,6 +27,7 @@ from typing import Any
 from openenv_train.training.lifecycle import (
     GracefulStop,
     RunFolder,
+    console,
     end_run,
     signals_ignored,
     write_summary,
@@ -82,7 +83,10 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
                 rollout_worker=worker,
                 weight_transfer=transfer,
                 callbacks=[stop, metrics],
+                peft_config=peft_config(cfg, transfer),
             )
+            if getattr(trainer, "_lora_sync", False):  # TRL 1.16: adapter-only sync chosen
+                worker.adapter_name = trainer._lora_name
             folder.started = True
             try:  # the trainer stops the worker and destroys the transfer when it ends
                 trainer.train(
@@ -110,6 +114,24 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
         config=cfg.source,
     )
     return summary
+
+
+def peft_config(cfg: AsyncRunConfig, transfer: Any) -> Any:
+    """The ``lora`` section as a ``peft.LoraConfig`` (None when off). On a GPU, TRL syncs only
+    the adapter when the vLLM server runs with ``--enable-lora`` (else merged weights, with TRL's
+    warning); our CPU weight transfer (vLLM's CPU backend) always sends merged full weights."""
+    if not cfg.lora.enabled:
+        return None
+    from openenv_train.policy.lora import lora_config
+
+    lo = cfg.lora
+    if transfer is not None:
+        console.print(
+            "LoRA: the CPU weight transfer cannot hand vLLM's CPU backend an adapter; every sync "
+            "sends the adapter merged into full weights (adapter-only sync needs a GPU server "
+            "started with --enable-lora)"
+        )
+    return lora_config(lo.r, lo.alpha, lo.dropout, lo.target_modules)
 
 
 def check_machine(cfg: AsyncRunConfig) -> None:

@@ -153,6 +153,7 @@ def spawn_monarch(cfg: ForgeRecipeConfig, graph: Any, model_dir: str, urls: list
         else None,
         threads=t.threads,
         seed=cfg.seed,
+        lora=cfg.lora.model_dump() if cfg.lora.enabled else None,  # pushed merged
     )
     buffer = graph.spawn(
         "replay_buffer",

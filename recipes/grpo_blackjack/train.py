@@ -33,7 +33,7 @@ from openenv_train.training.grpo import (
     trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
-from openenv_train.training.model import load_model, warm_up
+from openenv_train.training.model import apply_lora, load_model, warm_up
 
 from .config import RecipeConfig, load_config
 
@@ -50,6 +50,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         model, tokenizer = load_model(cfg, VOCABULARY)
         if not run.resume:
             warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, random_episode)
+        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
         # greedy play on fresh seeded hands, in-process, beside the baselines on the same hands
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))

@@ -19,7 +19,7 @@ from typing import Any
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import grpo_args, start_servers, trainer_class
 from openenv_train.training.lifecycle import finish, main, open_run, train
-from openenv_train.training.model import load_model, warm_up
+from openenv_train.training.model import apply_lora, load_model, warm_up
 
 from .config import RecipeConfig, load_config
 from .evaluate import COLUMNS, VALIDATION_OFFSET, baselines, evaluate_model
@@ -36,16 +36,29 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         if servers is not None:
             run.close_at_end(servers.stop)
         words = corpus(g.low, g.high, g.max_turns, g.show_range)
-        model, tokenizer = load_model(cfg, corpus=words, tokenizer_attrs=TOOL_TEMPLATES)
+        # a saved real chat model (Qwen3, Llama 3) keeps its own template: TRL parses its calls
+        real = cfg.model.path is not None and has_real_chat_template(cfg.model.path)
+        model, tokenizer = load_model(
+            cfg, corpus=words, tokenizer_attrs=None if real else TOOL_TEMPLATES
+        )
         if not run.resume:
             guesses = cfg.model.warmup_guesses
 
             def conversation(rng: Any) -> list[dict[str, Any]]:
                 return random_conversation(rng, g.low, g.high, g.max_turns, g.show_range, guesses)
 
+            tools = tool_schemas(environment_class(urls)) if real else None  # as TRL renders them
             warm_up(
-                model, tokenizer, cfg.model, cfg.seed, run.metrics.write, conversation, chat=True
+                model,
+                tokenizer,
+                cfg.model,
+                cfg.seed,
+                run.metrics.write,
+                conversation,
+                chat=True,
+                tools=tools,
             )
+        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
         # greedy play of fresh seeded games in-process, beside the baselines on the same games
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's games, apart from the final ones
@@ -97,6 +110,20 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         )
         train(run, trainer, evals)
     return finish(run, evals, trainer, tokenizer)
+
+
+def tool_schemas(env_class: type) -> list[dict[str, Any]]:
+    """The JSON schema TRL gives the chat template for the env class's ``guess`` tool."""
+    from transformers.utils import get_json_schema
+
+    return [get_json_schema(env_class.guess)]
+
+
+def has_real_chat_template(path: str) -> bool:
+    from openenv_train.policy.chat_models import family_of
+    from openenv_train.policy.tiny import load_tiny_tokenizer
+
+    return family_of(load_tiny_tokenizer(path).chat_template) is not None
 
 
 def games_dataset(cfg: RecipeConfig) -> Any:

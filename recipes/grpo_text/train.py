@@ -22,7 +22,7 @@ from openenv_train.training.grpo import (
     trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
-from openenv_train.training.model import load_model, warm_up
+from openenv_train.training.model import apply_lora, load_model, warm_up
 
 from .config import TextRecipeConfig, load_config
 from .evaluate import (
@@ -48,6 +48,7 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         if not run.resume:
             sample = cfg.warmup_episodes(spec)
             warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, sample)
+        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
         # greedy play through the servers: the same games at every eval when the spec seeds them
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))

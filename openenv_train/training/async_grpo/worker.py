@@ -131,6 +131,10 @@ class EngineRolloutWorker:
         self.stats: Counter[str] = Counter()
         self.versions: Counter[int] = Counter()
         self._model_version = 0
+        #: set when the trainer syncs a LoRA adapter to vLLM (``--enable-lora``): requests then
+        #: name the adapter of the version they play, ``{adapter_name}-v{N}`` (TRL's naming)
+        self.adapter_name: str | None = None
+        self._policy: Any = None
         self._heartbeat = time.time()
         self._lock = threading.Lock()
         self._loop: LoopThread | None = None
@@ -165,6 +169,12 @@ class EngineRolloutWorker:
     def update_model_version(self, model_version: int) -> None:
         with self._lock:
             self._model_version = int(model_version)
+            self._serve_version(self._policy)
+
+    def _serve_version(self, policy: Any) -> None:
+        """Point ``policy``'s requests at the adapter of the current version (adapter-only sync)."""
+        if self.adapter_name and policy is not None and hasattr(policy, "model"):
+            policy.model = f"{self.adapter_name}-v{self._model_version}"
 
     def check_health(self, stale_after_s: float) -> None:
         """Raise if the rollout loop died (with its error) or made no progress for ``stale_after_s``."""
@@ -191,6 +201,9 @@ class EngineRolloutWorker:
     async def _main(self) -> None:
         self._task = asyncio.current_task()
         policy = self.make_policy()
+        with self._lock:
+            self._policy = policy
+            self._serve_version(policy)
         try:
             async with self.make_runner(policy) as runner:
                 prompts = itertools.cycle(self.prompts)

@@ -140,14 +140,20 @@ class TrainerActor(_Base):
         entropy: dict[str, Any] | None = None,
         threads: int = 1,
         seed: int = 0,
+        lora: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if lr_schedule not in ("cosine", "constant"):
             raise ValueError(f"trainer.lr_schedule={lr_schedule!r}: use 'cosine' or 'constant'")
         torch.manual_seed(seed)
         self.model, self.tokenizer = _load(model_dir, threads)
+        if lora:  # the run's lora section (r, alpha, dropout, target_modules): adapters only train
+            from ...policy.lora import lora_config, wrap
+
+            self.model = wrap(self.model, lora_config(**lora))
         self.model.train()
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=learning_rate)
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
         total = max(1, steps)
         factor = (
             (lambda s: 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
@@ -218,8 +224,16 @@ class TrainerActor(_Base):
 
     @endpoint
     async def push_weights(self, policy_version: int) -> dict[str, torch.Tensor]:
-        """The weights of ``policy_version`` (forge pushes to torchstore; here the controller relays)."""
-        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        """The weights of ``policy_version`` (forge pushes to torchstore; here the controller relays);
+        a LoRA trainer pushes them merged, so generators keep a plain model."""
+        from ...policy.lora import is_peft
+
+        model = self.model
+        if is_peft(model):
+            import copy
+
+            model = copy.deepcopy(model).merge_and_unload()
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 class ReplayBufferActor(_Base):
