@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -149,3 +150,22 @@ def warm_up(
     )
     stats = {"steps": res.steps, "first_loss": res.first_loss, "final_loss": res.final_loss}
     log("warmup", 0, {**stats, "seconds": secs})
+
+
+def load_tokenizer(m: Any) -> Any:
+    """The tokenizer of a ``model`` section's saved folder or hub id: a folder with
+    ``tokenizer.json`` loads as our word-level tokenizer (never a model-type specific class, see
+    ``load_tiny_tokenizer``); anything else through transformers. A missing folder names
+    ``model.path`` and the fix."""
+    from .config import ConfigError
+
+    path = Path(m.path)
+    if not m.hub and not path.is_dir():
+        raise ConfigError(f"model.path: {path} is not a folder (set model.hub: true for a hub id)")
+    if not m.hub and (path / "tokenizer.json").is_file():
+        from openenv_train.policy.tiny import load_tiny_tokenizer
+
+        return load_tiny_tokenizer(path)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(m.path)

@@ -1,16 +1,10 @@
 """GRPO BlackJack with TRL's AsyncGRPOTrainer: a vLLM server generates while the trainer trains.
 
-config -> env servers (and, on CPU without ``vllm.base_url``, a reloadable vLLM server started
-here) -> our rollout worker over the servers -> the weight sync for this machine
-(``ReloadWeightTransfer`` on CPU, TRL's NCCL client on CUDA) -> ``AsyncGRPOTrainer`` for
-``trainer.max_steps`` steps -> ``model/`` and ``summary.json``. Everything started here is stopped
-before ``run`` returns.
-
-Run folder ``output_dir/name``: ``config.json``, ``metrics.jsonl`` (the trainer's logs),
-``trainer/checkpoint-N``, ``model/``, ``summary.json``. Ctrl-C / SIGTERM finish the step, save a
-checkpoint and the model, exit 130; ``--resume`` continues from the checkpoint (weights,
-optimizer, scheduler, step: TRL's ``resume_from_checkpoint``; the policy version counts again
-from the first sync). Periodic checkpoints: ``trainer: {save_strategy: steps, save_steps: N}``.
+config -> env servers (+ on CPU a reloadable vLLM server started here) -> our rollout worker ->
+the weight sync for this machine (CPU reload, or TRL's NCCL client on CUDA) -> AsyncGRPOTrainer
+-> ``model/`` and ``summary.json`` in ``output_dir/name`` (with ``config.json``, ``metrics.jsonl``,
+``trainer/checkpoint-N``). Ctrl-C / SIGTERM save a checkpoint and the model (exit 130);
+``--resume`` continues from it (TRL's ``resume_from_checkpoint``).
 
 Run: ``openenv-train train configs/grpo_blackjack_async_vllm.yaml`` (GPU: start the vLLM server
 first, as the YAML's header says).
@@ -18,20 +12,20 @@ first, as the YAML's header says).
 
 from __future__ import annotations
 
-import importlib
 import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from openenv_train.training.checks import import_target
 from openenv_train.training.lifecycle import (
     GracefulStop,
     RunFolder,
-    console,
     end_run,
     signals_ignored,
     write_summary,
 )
+from openenv_train.training.model import load_tokenizer
 
 from .config import AsyncRunConfig, ConfigError
 
@@ -44,6 +38,7 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
 
     from openenv_train.training import JsonlMetricsCallback
     from openenv_train.training.async_grpo import (
+        async_peft_config,
         enable_cpu_async_grpo,
         env_rollout_worker,
         weight_transfer_for,
@@ -53,7 +48,7 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
     enable_cpu_async_grpo()
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)
-    spec, tokenizer = make_spec(cfg), load_tokenizer(cfg)
+    spec, tokenizer = make_spec(cfg), load_tokenizer(cfg.model)
     folder = RunFolder(Path(cfg.output_dir) / cfg.name, resume=cfg.resume)
     folder.check()
     stop, t0 = GracefulStop(), time.perf_counter()
@@ -83,7 +78,7 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
                 rollout_worker=worker,
                 weight_transfer=transfer,
                 callbacks=[stop, metrics],
-                peft_config=peft_config(cfg, transfer),
+                peft_config=async_peft_config(cfg.lora, transfer),
             )
             if getattr(trainer, "_lora_sync", False):  # TRL 1.16: adapter-only sync chosen
                 worker.adapter_name = trainer._lora_name
@@ -116,24 +111,6 @@ def run(cfg: AsyncRunConfig) -> dict[str, Any]:
     return summary
 
 
-def peft_config(cfg: AsyncRunConfig, transfer: Any) -> Any:
-    """The ``lora`` section as a ``peft.LoraConfig`` (None when off). On a GPU, TRL syncs only
-    the adapter when the vLLM server runs with ``--enable-lora`` (else merged weights, with TRL's
-    warning); our CPU weight transfer (vLLM's CPU backend) always sends merged full weights."""
-    if not cfg.lora.enabled:
-        return None
-    from openenv_train.policy.lora import lora_config
-
-    lo = cfg.lora
-    if transfer is not None:
-        console.print(
-            "LoRA: the CPU weight transfer cannot hand vLLM's CPU backend an adapter; every sync "
-            "sends the adapter merged into full weights (adapter-only sync needs a GPU server "
-            "started with --enable-lora)"
-        )
-    return lora_config(lo.r, lo.alpha, lo.dropout, lo.target_modules)
-
-
 def check_machine(cfg: AsyncRunConfig) -> None:
     """On CUDA the vLLM server is the user's, on its own GPU with NCCL weight transfer."""
     import torch
@@ -148,28 +125,11 @@ def check_machine(cfg: AsyncRunConfig) -> None:
 
 def make_spec(cfg: AsyncRunConfig) -> Any:
     """The ``TextEnvSpec`` of ``env.spec`` (``module:Class``) built with ``env.spec_kwargs``."""
-    module, _, name = cfg.env.spec.partition(":")
     try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(
-            f"env.spec: cannot import {cfg.env.spec!r} ({exc}); use 'module:Class'"
-        ) from None
+        cls = import_target(cfg.env.spec, "env.spec", "blackjack_env.text_spec:BlackjackTextSpec")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     return cls(**cfg.env.spec_kwargs)
-
-
-def load_tokenizer(cfg: AsyncRunConfig) -> Any:
-    """A folder with tokenizer.json loads as a word-level tiny tokenizer; else transformers'."""
-    path = Path(cfg.model.path)
-    if not cfg.model.hub and not path.is_dir():
-        raise ConfigError(f"model.path: {path} is not a folder (set model.hub: true for a hub id)")
-    if not cfg.model.hub and (path / "tokenizer.json").is_file():
-        from openenv_train.policy.tiny import load_tiny_tokenizer
-
-        return load_tiny_tokenizer(path)  # never a model-type specific class (see its docstring)
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(cfg.model.path)
 
 
 def start_servers(cfg: AsyncRunConfig, stack: ExitStack, run_dir: Path) -> tuple[list[str], str]:

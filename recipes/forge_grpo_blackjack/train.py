@@ -1,18 +1,15 @@
 """GRPO BlackJack as a torchforge app: forge's actor graph and loop on Monarch, on a CPU.
 
-config -> tiny Llama + format warm-up (``runs/<name>/init_model``) -> greedy eval before -> N local
-BlackJack servers -> Monarch actors on local processes (generator, rollout(s), trainer, replay
-buffer) -> forge's loop (``app.run_loop``) with periodic greedy evals -> final eval beside the
-baselines -> ``metrics.jsonl``, ``curve.png``, ``summary.json``, ``model/``. Every actor process
-and env server is stopped at the end, also on Ctrl-C.
+config -> tiny Llama + format warm-up -> greedy eval before -> local BlackJack servers -> Monarch
+actors (generator, rollouts, trainer, replay buffer) -> forge's loop (``app.run_loop``) with
+periodic greedy evals -> final eval beside the baselines -> ``metrics.jsonl``, ``curve.png``,
+``summary.json``, ``model/``. Every actor process and env server stops at the end, Ctrl-C too.
 
-The run folder and lifecycle are the GRPO recipes': the first Ctrl-C / SIGTERM finishes the step,
-saves ``trainer/checkpoint-N`` (also at every periodic eval), ``model/`` (best periodic weights,
-or the last), the curve and ``summary.json`` marked interrupted, and exits 130; a second one stops
-at once. ``--resume`` restores the trainer actor's weights, AdamW, lr schedule, entropy control
-and step and the loop's counts (``openenv_train.training.forge.checkpoint``); the generator gets
-those weights; the replay buffer starts empty (it holds the last ``off_by_n`` versions only).
-Run: ``openenv-train train configs/forge_grpo_blackjack_cpu.yaml`` (``--resume`` to continue).
+The GRPO recipes' run folder and lifecycle: Ctrl-C / SIGTERM finish the step, save
+``trainer/checkpoint-N`` (also at every periodic eval), ``model/``, the curve and the summary,
+exit 130. ``--resume`` restores the trainer actor (weights, AdamW, lr schedule, entropy control,
+step) and the loop's counts; the replay buffer starts empty (it holds the last ``off_by_n``
+versions only). Run: ``openenv-train train configs/forge_grpo_blackjack_cpu.yaml``.
 """
 
 from __future__ import annotations
@@ -53,9 +50,8 @@ async def _train(
         t0 = time.perf_counter()
         await actors.replay_buffer.stats.call_one()  # every actor is up once these answer
         await actors.generator.get_version.call_one()
-        console.print(
-            f"actor graph up in {time.perf_counter() - t0:.1f}s ({len(graph.meshes)} Monarch processes)"
-        )
+        up = time.perf_counter() - t0
+        console.print(f"actor graph up in {up:.1f}s ({len(graph.meshes)} Monarch processes)")
         state, checkpoints = LoopState(), run_dir / "trainer"
         if hooks.get("resume_from"):
             state = LoopState(**await load_checkpoint(actors.trainer, hooks["resume_from"]))
@@ -82,11 +78,8 @@ async def _train(
             final = None if cfg.backend == "forge" else await actors.trainer.push_weights.call_one(state.step)  # fmt: skip
             buffer_stats = await actors.replay_buffer.stats.call_one()
         finally:
-            for r in actors.rollouts:  # close env sessions before the processes go
-                try:
-                    await asyncio.wait_for(r.close.call_one(), 10)
-                except (Exception, asyncio.CancelledError):
-                    pass
+            closing = (asyncio.wait_for(r.close.call_one(), 10) for r in actors.rollouts)
+            await asyncio.gather(*closing, return_exceptions=True)  # sessions before processes
             if cfg.backend == "forge":
                 from .forge_backend import shutdown_forge
 
@@ -120,11 +113,8 @@ def run(cfg: ForgeRecipeConfig) -> dict[str, Any]:
         try:
             folder.create(cfg.model_dump_json(indent=2))
             metrics = JsonlMetricsCallback(folder.path / "metrics.jsonl", append=cfg.resume)
-            model_dir = (
-                folder.path / "init_model"  # every actor loads it; the checkpoint overrides
-                if cfg.resume
-                else prepare_model(cfg, folder.path, metrics.write)
-            )
+            init = folder.path / "init_model"  # every actor loads it; a checkpoint overrides
+            model_dir = init if cfg.resume else prepare_model(cfg, folder.path, metrics.write)
             evals = ForgeEvals(cfg, *load_tiny_model(model_dir), metrics, folder.path)
             if cfg.resume:
                 evals.restore(folder.metrics_rows())
