@@ -8,21 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fuzz_strategies import FuzzServer  # noqa: E402
+from hypothesis_profiles import register_profiles  # noqa: E402
 
-_COMMON = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=False,
-    print_blob=True,
-)
-settings.register_profile("ci", max_examples=60, **_COMMON)
-settings.register_profile("long", max_examples=1000, **_COMMON)
-settings.load_profile("ci")
+register_profiles()
 
 APPS = {
     "echo": "echo_env.server.app:app",  # MCP tool actions (CallToolAction)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import httpx
 import pytest
 import websockets
 from ports import free_port
+from processes import interrupt
 from server_helpers import rpc, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -42,10 +42,5 @@ async def test_module_entry_point_serves_an_app():
             r = await rpc(ws, {"type": "step", "data": {"n": 1}})
             assert r["data"]["observation"]["total"] == 5
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        interrupt(proc)
     assert proc.returncode == 0

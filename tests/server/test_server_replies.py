@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import httpx
 import pytest
 import websockets
 from ports import free_port
+from processes import interrupt
 from server_envs import REG, AddAction, CounterEnv, CounterState, GameTools, TotalObservation
 from server_helpers import rpc, wait_until
 
@@ -226,12 +226,7 @@ async def test_serve_of_a_wrapped_app_beyond_loopback_requires_the_token():
         assert httpx.get(url + "/extra", headers=auth).text == "secret"
         assert httpx.get(url + "/health").status_code == 200
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        interrupt(proc)
 
 
 def _answers(url: str) -> bool:
