@@ -20,6 +20,12 @@ from pathlib import Path
 from typing import Any
 
 MARKER = "coding-attack"
+#: every descriptor the submission holds, wherever the server's pipes landed (a server with many
+#: open files hands its pipes over at high numbers): the fd list, else the whole range
+OPEN_FDS = (
+    "def open_fds():\n    try:\n        return [int(n) for n in os.listdir('/proc/self/fd')]\n"
+    "    except OSError:\n        return range(3, 65536)\n"
+)
 ADD = "\ndef add(a, b):\n    return a + b\n"
 VICTIM_SECRET = "victim-secret-7f3a"
 VICTIM = (
@@ -100,7 +106,8 @@ ATTACKS: dict[str, str] = {
         "for i in range(2000))\n"
         'fake += b\'\'.join(b\'{"event": "value", "index": %d, "repr": "5"}\\n\' % i '
         "for i in range(2000))\n"
-        "for fd in range(3, 32):\n    try:\n        os.write(fd, fake)\n"
+        + OPEN_FDS
+        + "for fd in open_fds():\n    if fd < 3:\n        continue\n    try:\n        os.write(fd, fake)\n"
         "    except OSError:\n        pass\n" + ADD
     ),
     "print_result_lines": (
@@ -108,7 +115,9 @@ ATTACKS: dict[str, str] = {
         '    print(\'{"event": "value", "index": %d, "repr": "5"}\' % i)\n' + ADD
     ),
     "malformed_result_line": (
-        "import os\nfor fd in range(3, 32):\n    try:\n"
+        "import os\n"
+        + OPEN_FDS
+        + "for fd in open_fds():\n    if fd < 3:\n        continue\n    try:\n"
         '        os.write(fd, b\'{not json\\n{"event": "load_error"}\\n{"event": "test"}\\n\')\n'
         "    except OSError:\n        pass\n" + ADD
     ),
