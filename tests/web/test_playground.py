@@ -43,7 +43,10 @@ def test_plays_a_hand_of_blackjack_by_clicking(serve_app: Any, page: Any) -> Non
     assert page.inner_text("#reward") in ("-1", "0", "1", "1.5")
     assert page.locator("#dealer-cards .card").count() >= 2  # revealed at the end
     assert page.locator("#history tbody tr").count() == 2  # reset + one step
-    assert '"done": true' in page.inner_text("#state")
+    # the state panel is fetched after the step's reply: wait for it rather than race it
+    page.wait_for_function(
+        """document.getElementById('state').textContent.includes('"done": true')"""
+    )
     assert page.is_disabled("#step")
 
 
