@@ -48,15 +48,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 return random_conversation(rng, g.low, g.high, g.max_turns, g.show_range, guesses)
 
             tools = tool_schemas(environment_class(urls)) if real else None  # as TRL renders them
+            log = run.metrics.write
             warm_up(
-                model,
-                tokenizer,
-                cfg.model,
-                cfg.seed,
-                run.metrics.write,
-                conversation,
-                chat=True,
-                tools=tools,
+                model, tokenizer, cfg.model, cfg.seed, log, conversation, chat=True, tools=tools
             )
         model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
