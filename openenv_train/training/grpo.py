@@ -15,22 +15,17 @@ console = Console()
 
 def start_servers(cfg: Any) -> tuple[Any, list[str]]:
     """``(server group or None, base URLs)``: ``env.base_urls`` as given, or servers of
-    ``env.runtime`` (local processes when the section has no runtime)."""
+    ``env.runtime`` (the local-only section's servers are local processes)."""
     from openenv_train.runtime import start_servers as start_env_servers
 
     env = cfg.env
     if env.base_urls:
         return None, list(env.base_urls)
     t0 = time.perf_counter()
-    options = (
-        env.server_options()
-        if hasattr(env, "server_options")
-        else {"startup_timeout": env.startup_timeout_s}
-    )
+    options = env.server_options()  # every env section has them (local: runtime "local")
     servers = start_env_servers(env.app, env.num_servers, **options)
-    runtime = options.get("runtime", "local")
     console.print(
-        f"started {len(servers.base_urls)} {runtime} env server(s) of {env.app} in {time.perf_counter() - t0:.1f}s"
+        f"started {len(servers.base_urls)} {options['runtime']} env server(s) of {env.app} in {time.perf_counter() - t0:.1f}s"
     )
     return servers, list(servers.base_urls)
 
