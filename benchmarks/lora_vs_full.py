@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(args: argparse.Namespace, lora: bool) -> Any:
-    from recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
 
     data = yaml.safe_load((ROOT / "configs/grpo_blackjack_lora_cpu.yaml").read_text())
     if not lora:
@@ -94,8 +94,8 @@ def main() -> None:
     p.add_argument("--runs", default="/tmp/lora_bench")
     p.add_argument("--out", default=str(ROOT / "docs/img/lora_vs_full.png"))
     args = p.parse_args()
+    from openenv_train.recipes.grpo_blackjack.train import run
     from openenv_train.training.compare import plot_compare, read_curve
-    from recipes.grpo_blackjack.train import run
 
     results = {}
     for name, lora in (("full fine-tuning", False), ("LoRA", True)):

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 from dataclasses import dataclass
 from typing import Any
 
 ENTRY_POINT_GROUP = "openenv_train.envs"
+DISTRIBUTION = "openenv-train"
+ENVS_EXTRA = "envs"  # pip install 'openenv-train[envs]': the example env packages
 
 
 class UnknownEnvError(LookupError):
@@ -83,6 +86,28 @@ def env_names() -> list[str]:
     return sorted(_entry_points())
 
 
+def missing_env_packages() -> list[str]:
+    """The env packages of the ``envs`` extra (the one list of them, in pyproject.toml) that are
+    not installed, sorted; empty when openenv-train itself is not installed (a bare checkout)."""
+    try:
+        requires = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    in_extra = re.compile(rf"extra\s*==\s*[\"']{ENVS_EXTRA}[\"']")
+    names = sorted(
+        re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0] for req in requires if in_extra.search(req)
+    )
+    return [name for name in names if not _installed(name)]
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def get_entry(name: str) -> EnvEntry:
     """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too)."""
     if not isinstance(name, str) or not name:
@@ -90,7 +115,7 @@ def get_entry(name: str) -> EnvEntry:
     eps = _entry_points()
     ep = eps.get(name) or eps.get(name.removesuffix("_env"))
     if ep is None:
-        known = ", ".join(sorted(eps)) or "none (pip install an env package, e.g. envs/echo_env)"
+        known = ", ".join(sorted(eps)) or "none (pip install 'openenv-train[envs]')"
         raise UnknownEnvError(f"no env named {name!r} is installed; installed envs: {known}")
     try:
         entry = ep.load()

@@ -1,6 +1,7 @@
 """The ``openenv-train`` command.
 
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
+    openenv-train train NAME                   the same with a shipped config (``configs`` lists them)
     openenv-train train CONFIG.yaml --resume   continue its run from the last checkpoint
     openenv-train init NAME [--dir D]          scaffold an env package (env_cli)
     openenv-train serve PATH_OR_APP [--runtime local|docker|podman] [--port]
@@ -10,6 +11,7 @@
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
     openenv-train recipes                      the registered recipes, one line each
+    openenv-train configs [NAME] [--copy DIR]  the shipped configs by name; copy one to edit
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
     openenv-train view RUN [RUN ...]           a local page: curves, eval episodes, config
@@ -32,6 +34,8 @@ import yaml
 
 from .. import __version__
 from ..runtime.signals import raise_on_stop_signals
+from .configs_cmd import UnknownConfigError, resolve_config
+from .configs_cmd import register as register_configs
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .export_cmd import register as register_export
@@ -45,11 +49,7 @@ class CLIError(Exception):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    path = Path(args.config)
-    if not path.is_file():
-        raise CLIError(
-            f"config: {args.config!r} does not exist; pass a YAML file like configs/grpo_blackjack_cpu.yaml"
-        )
+    path = resolve_config(args.config)
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
@@ -65,7 +65,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from None
     if hasattr(cfg, "given_as"):  # the resume hint repeats how this config was given
-        cfg.given_as(" ".join([str(path), *(f"--set {s}" for s in args.set or [])]))
+        cfg.given_as(" ".join([args.config, *(f"--set {s}" for s in args.set or [])]))
     if args.max_steps is not None:
         if hasattr(getattr(cfg, "grpo", None), "max_steps"):
             cfg.grpo.max_steps = args.max_steps
@@ -196,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("train", help="run a recipe config (e.g. configs/grpo_blackjack_cpu.yaml)")
-    p.add_argument("config", help="YAML recipe config")
+    p.add_argument(
+        "config", help="YAML recipe config, or a shipped config's name (openenv-train configs)"
+    )
     p.add_argument("--max-steps", type=int, default=None, help="override grpo.max_steps (or steps)")
     p.add_argument("--name", default=None, help="override the run name (output under runs/<name>)")
     p.add_argument(
@@ -250,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recipes", help="the registered recipes, one line each (openenv-train train)"
     )
     p.set_defaults(func=cmd_recipes)
+    register_configs(sub)
     register_curve(sub)
     register_view(sub)
     register_export(sub)
@@ -262,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_on_stop_signals()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
         return int(args.func(args) or 0)
-    except (CLIError, RecipeError, OverrideError) as err:
+    except (CLIError, RecipeError, OverrideError, UnknownConfigError) as err:
         print(f"openenv-train {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

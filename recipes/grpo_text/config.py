@@ -37,11 +37,11 @@ class EnvSection(config.EnvSection):
     (``module:Class``), built with ``spec_kwargs``."""
 
     #: the env server app, module:attribute (imported from the current folder, like uvicorn)
-    app: str = "recipes.grpo_text.countdown:app"
+    app: str = "openenv_train.recipes.grpo_text.countdown:app"
     #: env server processes (or containers) to start
     num_servers: int = Field(1, ge=1)
     #: the env's TextEnvSpec subclass, module:Class (prompt, render, parse_action, vocabulary)
-    spec: str = "recipes.grpo_text.countdown:CountdownSpec"
+    spec: str = "openenv_train.recipes.grpo_text.countdown:CountdownSpec"
     #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from openenv_train.recipes.grpo_blackjack.config import RecipeConfig, load_config, parse_config
 from openenv_train.training.config import ConfigError
-from recipes.grpo_blackjack.config import RecipeConfig, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -86,7 +86,7 @@ def test_a_crash_after_the_servers_started_removes_them(tmp_path, image_of):
 
 def test_config_names_the_missing_image(tmp_path):
     sys.path.insert(0, str(ROOT))
-    from recipes.grpo_blackjack.config import load_config
+    from openenv_train.recipes.grpo_blackjack.config import load_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("recipe: grpo_blackjack\nenv: {runtime: podman}\n")
