@@ -10,7 +10,7 @@ CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table \
-	docs docs-gen browser-ready screenshots
+	docs docs-gen browser-ready screenshots dist
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,5 +78,11 @@ bench: setup
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/rollout_throughput.py
 
+# sdist + wheel of openenv-train and of every env package under envs/ into dist/, checked by twine
+# (offline: this venv's setuptools; a release: python scripts/dist.py --isolation).
+dist: setup
+	rm -rf dist
+	$(BIN)/python scripts/dist.py --outdir dist
+
 clean:
-	rm -rf $(VENV) .venv-vllm runs .pytest_cache site
+	rm -rf $(VENV) .venv-vllm runs .pytest_cache site dist build
