@@ -5,9 +5,9 @@ extra a user installs, and the recipe entry points live in the package's namespa
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from docs_support import ROOT
 
 from openenv_train.catalog import missing_env_packages
@@ -58,9 +58,12 @@ def test_recipes_register_in_the_package_namespace() -> None:
 def test_missing_env_packages_reads_the_envs_extra(monkeypatch) -> None:
     import importlib.metadata as md
 
+    def not_installed(name: str) -> None:
+        raise md.PackageNotFoundError(name)
+
     requires = ['openenv-train-echo-env; extra == "envs"', 'torch>=2; extra == "train"']
     monkeypatch.setattr(md, "requires", lambda dist: requires)
-    monkeypatch.setattr(md, "distribution", lambda name: (_ for _ in ()).throw(md.PackageNotFoundError(name)))
+    monkeypatch.setattr(md, "distribution", not_installed)
     assert missing_env_packages() == ["openenv-train-echo-env"]
     monkeypatch.setattr(md, "distribution", lambda name: object())
     assert missing_env_packages() == []
