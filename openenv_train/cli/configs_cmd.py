@@ -42,8 +42,9 @@ def summary(path: Path) -> str:
 def _unknown(given: str) -> UnknownConfigError:
     names = ", ".join(shipped_configs()) or "none"
     return UnknownConfigError(
-        f"config: {given!r} is neither a YAML file nor a shipped config's name; pass a path "
-        f"(e.g. configs/grpo_blackjack_cpu.yaml) or one of: {names} (openenv-train configs)"
+        f"config: {given!r} does not exist (no such file, no shipped config of that name); "
+        f"pass a path (e.g. configs/grpo_blackjack_cpu.yaml) or one of: {names} "
+        "(openenv-train configs)"
     )
 
 

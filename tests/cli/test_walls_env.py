@@ -43,7 +43,7 @@ def test_init_next_steps_work_after_the_cd_they_suggest(tmp_path: Path) -> None:
 
 
 def test_a_missing_image_names_the_envs_own_folder() -> None:
-    with pytest.raises(ValueError, match=r"--tag openenv-train/recipes:latest`") as err:
+    with pytest.raises(ValueError, match=r"--tag openenv-train/openenv_train:latest`") as err:
         parse_config(
             {"name": "x", "env": {"runtime": "docker"}}
         )  # app: openenv_train.recipes.grpo_text...
