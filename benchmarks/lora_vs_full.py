@@ -92,7 +92,7 @@ def main() -> None:
     p.add_argument("--every", type=int, default=10, help="steps between greedy evals")
     p.add_argument("--hands", type=int, default=4000, help="hands per eval")
     p.add_argument("--full-lr", type=float, default=5e-4)
-    p.add_argument("--lora-lr", type=float, default=2e-3)
+    p.add_argument("--lora-lr", type=float, default=4e-3)
     p.add_argument("--runs", default="/tmp/lora_bench")
     p.add_argument("--out", default=str(ROOT / "docs/img/lora_vs_full.png"))
     p.add_argument(
