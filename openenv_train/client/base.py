@@ -123,6 +123,15 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         provider: ServerProvider | None = None,
         **openenv_names: Any,
     ) -> None:
+        """``timeout``: seconds to wait for each reply (then the connection is dropped);
+        ``connect_timeout``: seconds to open the session; ``max_message_size``: bytes;
+        ``ping_interval``: keepalive pings (None: off); ``token``: the server's bearer token;
+        ``headers``: extra handshake headers; ``provider``: a server to start on ``connect()``
+        and stop on ``close()``. ``mode``: ``'simulation'`` or ``'production'`` (case-insensitive;
+        default: the ``OPENENV_CLIENT_MODE`` variable, else the class's ``default_mode``).
+        OpenEnv's names are accepted too: ``connect_timeout_s``, ``message_timeout_s``,
+        ``max_message_size_mb``, ``websocket_ping_interval_s``, ``websocket_ping_timeout_s``.
+        """
         # OpenEnv's argument names (connect_timeout_s=, message_timeout_s=, ...) map onto ours
         ours = compat.client_kwargs(
             openenv_names,
