@@ -136,7 +136,7 @@ def _check_args(
 ) -> None:
     if not callable(env_factory):
         raise TypeError(
-            f"env_factory must be a class or a zero-argument callable that builds an env, got an "
+            f"env (create_app's first argument) must be a class or a zero-argument callable that builds an env, got an "
             f"instance of {type(env_factory).__name__}; pass the class (MyEnv), not MyEnv()"
         )
     for arg, value, base in (
@@ -157,7 +157,7 @@ def _check_args(
 
 
 def create_app(
-    env_factory: Callable[[], Any],
+    env: Callable[[], Any],
     action_cls: type[Action],
     observation_cls: type[Observation],
     state_cls: type[State] = State,
@@ -170,8 +170,13 @@ def create_app(
     token: str | None = None,
     web: bool | None = None,
     web_renderer: str | Path | None = None,
+    env_name: str | None = None,
+    max_concurrent_envs: int | None = None,
 ) -> FastAPI:
-    """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
+    """Serve ``env``'s envs (a class or factory); one env instance per WebSocket (or ``/mcp``) session.
+
+    OpenEnv's ``env_name`` (the name ``/metadata`` reports) and ``max_concurrent_envs`` (the same
+    as ``max_sessions``) are accepted, so an OpenEnv env's ``app.py`` runs with its imports changed.
 
     ``mode``: ``"simulation"`` (default) or ``"production"`` (no HTTP /reset, /step, /state);
     when None, the ``OPENENV_MODE`` environment variable decides. ``session_timeout``: seconds
@@ -184,6 +189,11 @@ def create_app(
     ``OPENENV_TRAIN_WEB`` variable, which ``openenv-train serve`` sets on loopback; else off).
     ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
     """
+    env_factory = env  # OpenEnv's name for the first argument, so create_app(env=...) works too
+    if max_concurrent_envs is not None:
+        max_sessions = max_concurrent_envs
+    if env_name is not None and metadata is None:
+        metadata = {"name": env_name}
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")

@@ -38,7 +38,9 @@ def test_hardened_by_default_and_stop_is_verified(engine, image_of):
         assert (
             labels[ce.LABEL_OWNER_PID] == str(os.getpid()) and labels[ce.LABEL_RUN_ID] == p.run_id
         )
-        with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through the port
+        with MCPToolClient(
+            p.base_url, mode="simulation"
+        ).sync() as client:  # a WebSocket session through the port
             client.reset()
             assert "echo_message" in [t.name for t in client.list_tools()]
     assert ce.list_exact(p._client, p.name) == []
@@ -195,7 +197,9 @@ def test_network_none_reaches_nothing_and_is_still_served(engine, image_of):
         ):
             assert p.base_url.startswith("http://127.0.0.1:")
             assert httpx.get(p.base_url + "/health").status_code == 200
-            with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through it
+            with MCPToolClient(
+                p.base_url, mode="simulation"
+            ).sync() as client:  # a WebSocket session through it
                 client.reset()
                 assert client.call_tool("echo_message", message="hi") == "hi"
             assert p.hardening().published == ()
