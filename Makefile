@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
+# every env package under envs/ (editable), so the catalog lists them all
+ENV_PACKAGES = $(foreach p,$(sort $(wildcard envs/*/pyproject.toml)),-e $(patsubst %/,%,$(dir $(p))))
 
 .PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table \
 	docs docs-gen browser-ready screenshots dist
@@ -16,8 +18,7 @@ $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env \
-		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env -e envs/notes_env
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" $(ENV_PACKAGES)
 	touch $(STAMP)
 
 setup: $(STAMP)

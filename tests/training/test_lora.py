@@ -154,7 +154,7 @@ def test_the_gpu_configs_load_and_name_a_gpu() -> None:
     assert len(gpu) >= 3
     for path in gpu:
         recipe = yaml.safe_load(path.read_text())["recipe"]
-        cfg = importlib.import_module(f"recipes.{recipe}.config").load_config(path)
+        cfg = importlib.import_module(f"openenv_train.recipes.{recipe}.config").load_config(path)
         assert cfg.recipe == recipe, path.name
 
 
