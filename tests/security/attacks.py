@@ -259,8 +259,10 @@ def sandbox_processes(runner: Path) -> list[int]:
 
 def left_files() -> list[str]:
     """Files an attack left: its marked files, and any run's scratch folder (the tests give the
-    server a temp folder of its own, so another process's runs are not counted)."""
-    scratch = glob.glob(os.path.join(tempfile.gettempdir(), "coding-scratch-*"))
+    server a scratch root of its own, so another process's runs are not counted)."""
+    from coding_env.sandbox import scratch_root
+
+    scratch = glob.glob(os.path.join(scratch_root(), "coding-scratch-*"))
     return sorted(
         glob.glob(f"/tmp/{MARKER}*")
         + glob.glob(f"/dev/shm/{MARKER}*")

@@ -33,11 +33,11 @@ NON_ROOT_UID = 10001
 
 @pytest.fixture
 def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A temp folder for this test alone (runs' scratch folders are made there, so the leftover
+    """A scratch root for this test alone (runs' scratch folders are made there, so the leftover
     check counts only this test's): traversable by the runs' uids, like /tmp."""
     folder = Path(tempfile.mkdtemp(prefix="coding-private-tmp-"))
     folder.chmod(0o711)
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("CODING_SCRATCH_DIR", str(folder))
     yield folder
     shutil.rmtree(folder)
 
@@ -67,7 +67,7 @@ def _as_uid(
 ):
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "LANG": "C.UTF-8"}
     if tmpdir is not None:
-        env["TMPDIR"] = tmpdir
+        env["CODING_SCRATCH_DIR"] = tmpdir
     cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 

@@ -25,7 +25,7 @@ READS_ETC = "open('/etc/hostname').read()\n" + ADD
 def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="coding-landlock-tmp-"))
     folder.chmod(0o711)  # the runs' uids (root mode) pass through it, as through /tmp
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("CODING_SCRATCH_DIR", str(folder))
     yield folder
     shutil.rmtree(folder)
 

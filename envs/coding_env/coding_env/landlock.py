@@ -27,6 +27,7 @@ import os
 import platform
 import sysconfig
 from dataclasses import dataclass
+from functools import cache
 
 #: landlock_create_ruleset / add_rule / restrict_self: the same numbers on x86_64 and aarch64
 SYS_CREATE_RULESET = 444
@@ -77,14 +78,16 @@ class Ruleset:
         return {"handled": self.handled, "rules": [list(r) for r in self.rules]}
 
 
-def read_paths() -> list[str]:
-    """The folders a run reads: the standard library, and the shared-library folders."""
+@cache
+def read_paths() -> tuple[str, ...]:
+    """The folders a run reads: the standard library, and the shared-library folders (asked
+    once: ``sysconfig`` takes milliseconds)."""
     paths = [sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), *LIBRARY_DIRS]
     seen: list[str] = []
     for path in paths:
         if path and os.path.isdir(path) and os.path.realpath(path) not in seen:
             seen.append(os.path.realpath(path))
-    return seen
+    return tuple(seen)
 
 
 def ruleset(version: int, scratch: str | None) -> Ruleset:
