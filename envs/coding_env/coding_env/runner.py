@@ -1,10 +1,12 @@
 """The child side of the sandbox: run as ``python -I -S runner.py`` with a JSON job on stdin.
 
-Order matters: limits first, then (as root) the drop to this run's own uid, then the move into
-the run's scratch folder, then the process is made non-dumpable (no other process of its uid can
-read its memory or open its /proc files), then the Landlock ruleset decided by the server
-(``coding_env.landlock``: what it may read and write) and the system-call filter built by the
-server (``coding_env.seccomp``) are installed, and only then is the submission loaded. The runner does not grade: for each test it evaluates the call
+Order matters: limits first, then the Landlock ruleset decided by the server is built
+(``coding_env.landlock``: what the run may read and write; built while the runner can still open
+every folder it names), then (as root) the drop to this run's own uid, then the move into the
+run's scratch folder, then the process is made non-dumpable (no other process of its uid can read
+its memory or open its /proc files), then the ruleset and the system-call filter built by the
+server (``coding_env.seccomp``) are enforced, and only then is the submission loaded.
+The runner does not grade: for each test it evaluates the call
 and writes the ``repr`` of the value (built-in types only) to the results pipe; the server
 compares. Standard library only (``-I`` keeps this file's folder off ``sys.path``).
 """

@@ -10,9 +10,9 @@ Every run, in every mode (root, non-root, inside the env's container):
   empty environment (no tokens), 32 open files, no core dumps;
 - a filesystem view of its own where the kernel has Landlock (``coding_env.landlock``): it reads
   the standard library and system libraries only, and writes only its scratch folder, a fresh
-  folder per run (``scratch_root()``; its ``TMPDIR`` and working directory) bounded in bytes and files
-  (``scratch_bytes``, ``scratch_files``: a run over either fails with ``scratch_limit``) and
-  removed when the run ends; without Landlock it writes nothing;
+  folder per run under ``scratch_root()`` (its ``TMPDIR`` and working directory), bounded in
+  bytes and files (``scratch_bytes``, ``scratch_files``: a run over either fails with
+  ``scratch_limit``) and removed when the run ends; without Landlock it writes nothing;
 - its output and its results come back on pipes this process owns, read with a bound (more
   output than ``output_bytes`` kills the run); no file is shared with the submission;
 - it is made non-dumpable, so no other process of its uid can read its memory or its /proc files;
