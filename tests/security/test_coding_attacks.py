@@ -173,7 +173,12 @@ def _container_leftovers(container) -> tuple[list[int], list[str]]:
     deadline = time.monotonic() + 3
     while True:
         found = container.exec_run(["python3", "-c", _LEFTOVERS]).output.decode()
-        runs, files = json.loads(found.strip().splitlines()[-1])
+        lines = found.strip().splitlines()
+        if not lines:  # an exec that printed nothing (seen on Podman under load): ask again
+            assert time.monotonic() < deadline, "the leftover probe printed nothing"
+            time.sleep(0.1)
+            continue
+        runs, files = json.loads(lines[-1])
         if not runs or time.monotonic() > deadline:
             return runs, files
         time.sleep(0.1)
