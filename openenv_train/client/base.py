@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.protocol import State as WsState
 
 from ..core import wire
-from ..core.auth import HideAuthorization, check_token, token_from_env
+from ..core.auth import HideAuthorization, client_token
 from ..core.errors import (
     CapacityReachedError,
     ConnectionLostError,
@@ -102,7 +102,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             action_cls, observation_cls, state_cls = BlackjackAction, BlackjackObservation, BlackjackState
 
     Use one client per concurrent session: requests on one client never overlap. ``token``: the
-    server's bearer token (default: ``OPENENV_TRAIN_TOKEN`` / ``OPENENV_TRAIN_TOKEN_FILE``).
+    server's bearer token (default: the token of a server this process started with one of its
+    own, e.g. one of several containers, else ``OPENENV_TRAIN_TOKEN`` /
+    ``OPENENV_TRAIN_TOKEN_FILE``).
     """
 
     action_cls: ClassVar[type[Action]] = Action
@@ -162,7 +164,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self.ping_interval = ours["ping_interval"]
         self.ping_timeout = ours["ping_timeout"]
         self.headers = compat.check_headers(headers)
-        self._token = check_token(token, "token") if token is not None else token_from_env()
+        self._token = client_token(self.base_url, token)
         self._ws: ClientConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: str | None = None  # why the last session ended; None while usable

@@ -84,10 +84,9 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
         self, base_url: str | None = None, *, mode: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(base_url, mode=mode, **kwargs)
-        headers = dict(self.headers)
-        if self._token is not None:
-            headers["Authorization"] = "Bearer " + self._token
-        self._http_mcp = McpHttpSession(self.base_url, timeout=self.timeout, headers=headers)
+        self._http_mcp = McpHttpSession(
+            self.base_url, timeout=self.timeout, token=self._token, headers=self.headers
+        )
         self._plain_ws_url = self.ws_url
         self._tools_cache: list[Tool] | None = None
 

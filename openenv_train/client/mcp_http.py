@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ..core.auth import client_token
 from ..core.errors import InfrastructureError
 
 
@@ -41,13 +42,23 @@ def mcp_url(base_url: str) -> str:
 
 
 class McpHttpSession:
-    """One ``openenv/session/create`` session, created on first use, closed by :meth:`close`."""
+    """One ``openenv/session/create`` session, created on first use, closed by :meth:`close`.
+    ``token``: the server's bearer token (default as ``EnvClient``'s: ``core.auth.client_token``).
+    """
 
     def __init__(
-        self, base_url: str, *, timeout: float | None = 30.0, headers: dict[str, str] | None = None
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = 30.0,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self.url = mcp_url(base_url)
+        token = client_token(self.url[: -len("/mcp")], token)
         self.headers = dict(headers or {})
+        if token and "Authorization" not in self.headers:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.session_id: str | None = None
         self.timeout = timeout
         self._http: httpx.AsyncClient | None = None  # made on first use, again after close()
