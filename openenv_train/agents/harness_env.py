@@ -116,7 +116,7 @@ class HarnessEnvironment(MCPEnvironment):
         await self._teardown()
         task = self.on_reset(seed, **kwargs)
         tools, renames = resolve_tool_conflicts(
-            self.list_tools(), self.adapter.BUILTIN_TOOL_NAMES, self.tool_prefix
+            await self.list_tools_async(), self.adapter.BUILTIN_TOOL_NAMES, self.tool_prefix
         )
         if llm_base_url:
             self.adapter.config.env_vars["OPENAI_BASE_URL"] = llm_base_url
@@ -138,7 +138,7 @@ class HarnessEnvironment(MCPEnvironment):
 
     async def step(self, action: Action, **kwargs: Any) -> Observation:  # type: ignore[override]
         if not isinstance(action, HarnessAction):
-            return await super().step(action, **kwargs)
+            return await super().step_async(action, **kwargs)
         if not self.active:
             raise HarnessNotRunningError("no harness is running; call reset() before step()")
         try:

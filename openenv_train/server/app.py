@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from fastapi import Body, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 from starlette.routing import WebSocketRoute
 
 from ..core.auth import check_token, token_from_env
@@ -37,6 +37,7 @@ from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
 from .lograte import LimitedWarning
 from .mcp_streamable import StreamableMcp
+from .mcp_ws import McpWebSocket
 from .sessions import FactoryError, SessionManager, factory_name
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
@@ -55,13 +56,21 @@ HTTP_NO_EPISODE = (
 )
 
 
+def _digits_to_int(value: Any) -> Any:
+    """A numeric string seed (``"5"``) is the number, as OpenEnv's ``ResetRequest`` reads it;
+    floats, booleans and other strings stay refused."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
 class ResetRequest(BaseModel):
     """Body of ``POST /reset`` and ``data`` of a ``reset`` frame; extra keys go to ``reset()``."""
 
     model_config = ConfigDict(extra="allow")
 
-    seed: Annotated[int, Strict()] | None = Field(
-        default=None, ge=0, description="Seed for a reproducible episode"
+    seed: Annotated[int, BeforeValidator(_digits_to_int), Strict()] | None = Field(
+        default=None, ge=0, description='Seed for a reproducible episode ("5" is read as 5)'
     )
     episode_id: str | None = Field(default=None, max_length=255)
 
@@ -226,6 +235,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.state.mode = resolved_mode
     app.router.routes.append(WebSocketRoute("/ws", endpoint))
+    app.router.routes.append(WebSocketRoute("/mcp", McpWebSocket(manager, mcp, limits)))
 
     @app.get("/health", tags=["Health"])
     async def health() -> Any:
