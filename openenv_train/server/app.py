@@ -179,6 +179,8 @@ def create_app(
     token: str | None = None,
     web: bool | None = None,
     web_renderer: str | Path | None = None,
+    env_name: str | None = None,
+    max_concurrent_envs: int | None = None,
 ) -> FastAPI:
     """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
 
@@ -192,7 +194,11 @@ def create_app(
     ``web``: serve the playground page at ``/web`` (behind the same gate; default: the
     ``OPENENV_TRAIN_WEB`` variable, which ``openenv-train serve`` sets on loopback; else off).
     ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
+    OpenEnv's keywords work too: ``env_name`` names the server (its title and MCP server name),
+    ``max_concurrent_envs`` is ``max_sessions``.
     """
+    if max_concurrent_envs is not None:
+        max_sessions = max_concurrent_envs
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")
@@ -221,7 +227,7 @@ def create_app(
         yield
         await manager.shutdown()
 
-    name = factory_name(env_factory)
+    name = env_name or factory_name(env_factory)
     streamable = StreamableMcp(manager, mcp, name)
     app = EnvApp(
         title=f"{name} (openenv-train env server)",
