@@ -34,12 +34,10 @@ from uuid import uuid4
 # Support both in-repo and standalone imports
 try:
     # In-repo imports (when running from OpenEnv repository)
-    from openenv_train import MCPEnvironment
-    from openenv_train import Action, Observation, State
+    from openenv_train import Action, MCPEnvironment, Observation, State
 except ImportError:
     # Standalone imports (when environment is standalone with openenv from pip)
-    from openenv_train import MCPEnvironment
-    from openenv_train import Action, Observation, State
+    from openenv_train import Action, MCPEnvironment, Observation, State
 
 from fastmcp import FastMCP
 
