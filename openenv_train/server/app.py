@@ -31,7 +31,7 @@ from ..core.wire import observation_json, parse_action, state_json
 from ._threads import run_sync
 from .calls import build_env, calls_for
 from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
-from .environment import NoEpisodeError
+from .environment import Environment, NoEpisodeError
 from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
@@ -344,10 +344,12 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
     describe = getattr(env_factory, "describe", None)
-    if inspect.isclass(env_factory) and callable(describe):
+    if inspect.isclass(env_factory) and callable(describe) and not _own_get_metadata(env_factory):
         return describe()
     env = await build_env(env_factory)
     try:
+        if _own_get_metadata(type(env)):  # OpenEnv's per-instance hook, when the env defines one
+            return await run_sync(env.get_metadata)
         describe = getattr(type(env), "describe", None)
         if callable(describe):
             return describe()
@@ -355,6 +357,12 @@ async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
         return EnvironmentMetadata(name=type(env).__name__, description=doc.split("\n\n")[0])
     finally:
         await calls_for(env).close(env)
+
+
+def _own_get_metadata(cls: type) -> bool:
+    """Whether ``cls`` defines OpenEnv's ``get_metadata()`` itself (not our base class's)."""
+    fn = getattr(cls, "get_metadata", None)
+    return callable(fn) and fn is not getattr(Environment, "get_metadata", None)
 
 
 def _add_simulation_routes(

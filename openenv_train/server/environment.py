@@ -137,6 +137,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
     def close(self) -> None:
         """Release resources held by this session's env."""
 
+    def get_metadata(self) -> EnvironmentMetadata:
+        """OpenEnv's metadata hook; override it (or set ``metadata``) to change ``/metadata``."""
+        return type(self).describe()
+
     @classmethod
     def describe(cls) -> EnvironmentMetadata:
         if cls.metadata is not None:

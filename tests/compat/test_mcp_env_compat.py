@@ -117,6 +117,10 @@ def tools_env(api: Any) -> type:
         def state(self) -> Any:
             return self._state
 
+        def get_metadata(self) -> Any:
+            meta = super().get_metadata()
+            return meta.model_copy(update={"name": "tools_env", "description": "FastMCP tools"})
+
     return ToolsEnv
 
 
@@ -261,6 +265,11 @@ def test_sessionless_mcp_tool_call_needs_no_reset(server: Any) -> None:
     assert tool_value(reply) == "hi"
     listed = httpx.post(f"{server.url}/mcp", json=rpc("tools/list")).json()
     assert {t["name"] for t in listed["result"]["tools"]} == {"echo_message", "steps", "remember"}
+
+
+def test_metadata_comes_from_the_envs_get_metadata(server: Any) -> None:
+    meta = httpx.get(f"{server.url}/metadata").json()
+    assert (meta["name"], meta["description"]) == ("tools_env", "FastMCP tools")
 
 
 def test_mcp_tool_calls_are_not_steps(server: Any) -> None:
