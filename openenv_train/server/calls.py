@@ -168,18 +168,23 @@ class EnvCalls:
 
 
 def _async_variant(env_cls: type, name: str) -> str:
-    """``name`` unless it is a plain method and the class overrides ``<name>_async`` with a
-    coroutine (OpenEnv's pairing); the base class's default variant just calls ``name``."""
+    """``name``, or ``<name>_async`` when ``name`` is a plain method and the class overrides
+    ``<name>_async`` with a coroutine at least as far down its hierarchy (OpenEnv's pairing; the
+    base class's default variant just calls ``name``). A subclass that overrides only the plain
+    method keeps it: the most derived override wins."""
     if _is_coro(getattr(env_cls, name)):
         return name
-    variant = getattr(env_cls, f"{name}_async", None)
-    if variant is None or not _is_coro(variant):
+    variant = f"{name}_async"
+    if not _is_coro(getattr(env_cls, variant, None)):
         return name
     from .environment import Environment
 
-    if variant is getattr(Environment, f"{name}_async"):
+    if getattr(env_cls, variant) is getattr(Environment, variant):
         return name
-    return f"{name}_async"
+    mro = env_cls.__mro__
+    plain_at = next(i for i, k in enumerate(mro) if name in vars(k))
+    variant_at = next(i for i, k in enumerate(mro) if variant in vars(k))
+    return variant if variant_at <= plain_at else name
 
 
 def _check_obs(obs: Any, method: str) -> Observation:

@@ -15,7 +15,8 @@ crashed session.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import ValidationError
@@ -91,6 +92,18 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
         """The FastMCP client of the server given to ``__init__`` (None without one)."""
         session = self.__dict__.get("_fastmcp")
         return session.client if session is not None else None
+
+    @asynccontextmanager
+    async def mcp_session(self) -> AsyncIterator[Any]:
+        """OpenEnv's ``async with env.mcp_session() as client``: the FastMCP client, connected
+        (re-entrant: nested uses share one connection)."""
+        client = self.mcp_client
+        if client is None:
+            raise RuntimeError(
+                "MCP client is not available: this env has no FastMCP server, or it is closed"
+            )
+        async with client:
+            yield client
 
     # ---- mode-aware tools -----------------------------------------------------------------
 

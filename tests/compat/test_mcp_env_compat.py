@@ -378,3 +378,56 @@ def test_ported_echo_env_in_process() -> None:
     )
     assert obs.result.data == {"message": "ab", "length": 2} and env.state.step_count == 1
     env.close()
+
+
+async def test_mcp_session_gives_the_connected_fastmcp_client() -> None:
+    env = tools_env(_ours())()
+    async with env.mcp_session() as client:
+        result = await client.call_tool("echo_message", {"message": "direct"})
+    assert result.data == "direct"
+    env.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        async with env.mcp_session():
+            pass
+
+
+async def test_a_sync_step_override_is_not_bypassed_on_ws(serve_app: Any) -> None:
+    """A subclass that overrides only the plain ``step`` keeps it on ``/ws`` (OpenEnv's server
+    awaits the base class's ``step_async`` there and skips the override)."""
+    api = _ours()
+    base = tools_env(api)
+
+    class Counting(base.__mro__[1]):  # MCPEnvironment, with only a sync step override
+        def __init__(self) -> None:
+            mcp = fastmcp.FastMCP("counting")
+
+            @mcp.tool
+            def ping() -> str:
+                """Answer pong."""
+                return "pong"
+
+            super().__init__(mcp)
+            self.calls = 0
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kw: Any) -> Any:
+            return api.Observation()
+
+        def step(self, action: Any, timeout_s: float | None = None, **kw: Any) -> Any:
+            self.calls += 1
+            obs = super().step(action, timeout_s=timeout_s, **kw)
+            obs.metadata["calls"] = self.calls
+            return obs
+
+        @property
+        def state(self) -> Any:
+            return api.State(step_count=self.calls)
+
+    server = serve_app(api.create_app(Counting, api.CallToolAction, api.CallToolObservation))
+    async with websockets.connect(server.url.replace("http://", "ws://") + "/ws") as ws:
+        await ws.send(json.dumps({"type": "reset", "data": {}}))
+        await ws.recv()
+        action = {"type": "call_tool", "tool_name": "ping", "arguments": {}}
+        await ws.send(json.dumps({"type": "step", "data": action}))
+        step = json.loads(await ws.recv())["data"]
+    assert step["observation"]["metadata"]["calls"] == 1
+    assert step["observation"]["result"]["data"] == "pong"
