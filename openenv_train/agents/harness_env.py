@@ -23,6 +23,7 @@ from pydantic import Field
 
 from ..core.mcp import RESERVED_TOOL_NAMES, Tool
 from ..core.models import Action, Observation, State
+from ..core.rubrics import Rubric as BaseRubric
 from ..server.mcp import MCPEnvironment
 from .agentic import (
     AgenticHarnessAdapter,
@@ -71,7 +72,9 @@ def resolve_tool_conflicts(
     return out, renames
 
 
-Rubric = Callable[[HarnessAction, HarnessResponse, Any], Any]
+#: A turn verifier: a ``openenv_train.Rubric`` scores ``(action, response)``; a plain callable
+#: gets ``(action, response, env)``.
+Rubric = Callable[[HarnessAction, HarnessResponse, Any], Any] | BaseRubric
 
 
 class HarnessEnvironment(MCPEnvironment):
@@ -103,7 +106,10 @@ class HarnessEnvironment(MCPEnvironment):
         """The verifier: reward for one turn (default: the ``rubric``, else None)."""
         if self.rubric is None:
             return None
-        out = self.rubric(action, response, self)
+        if isinstance(self.rubric, BaseRubric):
+            out = self.rubric(action, response)
+        else:
+            out = self.rubric(action, response, self)
         return await out if inspect.isawaitable(out) else out
 
     async def reset(

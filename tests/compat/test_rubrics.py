@@ -291,3 +291,19 @@ def test_async_judge_rubric_as_trl_reward_reads_row_columns() -> None:
     assert scores == [1.0, 1.0] and asked[1] == "Rome | expected Paris"
     with pytest.raises(ValueError, match="exactly one of client= .* or judge="):
         openenv_train.LLMJudge("{action}")
+
+
+async def test_a_harness_env_verifier_can_be_a_rubric() -> None:
+    """The harness env's turn verifier takes the same ``Rubric`` objects (one reward idea)."""
+    from openenv_train.agents.agentic import HarnessResponse
+    from openenv_train.agents.harness_env import HarnessAction, HarnessEnvironment
+
+    class SaysDone(openenv_train.Rubric):
+        async def forward(self, action: Any, observation: Any) -> float:
+            return 1.0 if "done" in observation.response else 0.0
+
+    env = HarnessEnvironment(adapter=None, rubric=SaysDone())  # type: ignore[arg-type]
+    turn = HarnessAction(message="finish it")
+    assert await env.score_turn(turn, HarnessResponse(response="all done")) == 1.0
+    env.rubric = lambda action, response, env_: 0.5  # a plain three-argument verifier still works
+    assert await env.score_turn(turn, HarnessResponse(response="x")) == 0.5
