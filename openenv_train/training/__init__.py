@@ -18,7 +18,7 @@ from .callbacks import (
     quiet_third_party,
 )
 from .environment import list_server_tools, make_environment_class, release_callback
-from .rewards import env_reward, format_reward, make_format_reward
+from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
 from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
 from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
 from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
@@ -33,6 +33,7 @@ __all__ = [
     "RolloutStrategy",
     "RunnerStrategy",
     "chat_warmup",
+    "RubricRow",
     "env_reward",
     "format_reward",
     "format_warmup",
@@ -41,6 +42,7 @@ __all__ = [
     "make_environment_class",
     "release_callback",
     "make_format_reward",
+    "make_rubric_reward",
     "make_harness_rollout_func",
     "make_rollout_func",
     "plot_learning_curve",

@@ -13,6 +13,7 @@ sys.path.insert(0, str(TESTS / "recipes"))  # recipes_helpers
 sys.path.insert(0, str(TESTS / "client"))  # client_servers, oe_apps (OpenEnv 0.10's server)
 
 from client_servers import serve  # noqa: E402
+from server_helpers import serve_app  # noqa: E402, F401  (the fixture, offered to these tests)
 
 
 @pytest.fixture(scope="session")
