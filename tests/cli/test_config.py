@@ -103,7 +103,9 @@ def test_no_recipe_config_imports_another_recipe() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 target = "." * node.level + (node.module or "")
-                assert node.level < 2 and not target.startswith(("recipes.", "openenv_train.recipes.")), (
+                assert node.level < 2 and not target.startswith(
+                    ("recipes.", "openenv_train.recipes.")
+                ), (
                     f"{path.relative_to(ROOT)} imports {target}: shared config lives in "
                     "openenv_train.training.config"
                 )
