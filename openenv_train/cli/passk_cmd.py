@@ -69,8 +69,12 @@ def passk(args: argparse.Namespace) -> int:
     out = Path(args.trajectories or model_dir.parent / "eval" / f"trajectories_k{args.k}.jsonl")
     write_jsonl(out, rows)
     if args.json:
-        print(json.dumps({"model": str(model_dir), "seed": seed, "envs": report,
-                          "trajectories": str(out)}, indent=2))
+        print(
+            json.dumps(
+                {"model": str(model_dir), "seed": seed, "envs": report, "trajectories": str(out)},
+                indent=2,
+            )
+        )
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -125,16 +129,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
         if len(report.differences) > 50:
             print(f"... and {len(report.differences) - 50} more (--json lists all)")
-        print(
-            f"replayed {report.episodes} episodes: {len(report.differences)} reward(s) differ"
-        )
+        print(f"replayed {report.episodes} episodes: {len(report.differences)} reward(s) differ")
     return 1 if report.differences else 0
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     """The pass@k flags of ``openenv-train eval``."""
     p.add_argument(
-        "--k", type=int, default=None,
+        "--k",
+        type=int,
+        default=None,
         help="sample K episodes per task and report pass@k and mean@k per env (with --tasks)",
     )
     p.add_argument("--tasks", type=int, default=64, help="seeded tasks per env (with --k)")
@@ -145,7 +149,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", action="append", default=None, help="only this env of the run (--k)")
     p.add_argument("--json", action="store_true", help="print the pass@k report as JSON (--k)")
     p.add_argument(
-        "--trajectories", default=None, metavar="OUT.jsonl",
+        "--trajectories",
+        default=None,
+        metavar="OUT.jsonl",
         help="where the eval episodes go (--k; default RUN/eval/trajectories_kK.jsonl)",
     )
 
@@ -157,7 +163,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("trajectories", help="a JSONL file written by `openenv-train eval --k`")
     p.add_argument(
-        "--app", action="append", metavar="ENV=module:app",
+        "--app",
+        action="append",
+        metavar="ENV=module:app",
         help="replay ENV on a local server of this app (an env variant) instead of the stored one",
     )
     p.add_argument(

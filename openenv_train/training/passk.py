@@ -126,7 +126,11 @@ def score(records: Sequence[EpisodeRecord], k: int, threshold: float = 0.0) -> d
 
 
 def trajectory_rows(
-    records: Sequence[EpisodeRecord], target: EvalTarget, spec: TaskSeededSpec, tokenizer: Any, k: int
+    records: Sequence[EpisodeRecord],
+    target: EvalTarget,
+    spec: TaskSeededSpec,
+    tokenizer: Any,
+    k: int,
 ) -> list[dict[str, Any]]:
     """One JSON-ready row per episode, in task and sample order (see the module docstring)."""
     rows = []

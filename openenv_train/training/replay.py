@@ -58,7 +58,9 @@ def read_trajectories(path: str | Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise ValueError(f"{p}:{n}: not JSON ({err})") from None
-        missing = [k for k in ("env", "app", "spec", "reset_kwargs", "turns", "reward") if k not in row]
+        missing = [
+            k for k in ("env", "app", "spec", "reset_kwargs", "turns", "reward") if k not in row
+        ]
         if missing:
             raise ValueError(f"{p}:{n}: trajectory lacks {missing}; was it written by eval --k?")
         rows.append(row)
@@ -90,7 +92,9 @@ async def replay_rows(
         for row in rows:
             env = row["env"]
             if env not in specs:
-                specs[env] = EvalTarget(env, row["app"], row["spec"], row.get("spec_kwargs") or {}).make_spec()
+                specs[env] = EvalTarget(
+                    env, row["app"], row["spec"], row.get("spec_kwargs") or {}
+                ).make_spec()
                 clients[env] = await specs[env].make_client(urls[env]).connect()
             replayed = await replay_episode(clients[env], specs[env], row)
             report.episodes += 1

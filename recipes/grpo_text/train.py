@@ -94,7 +94,9 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 *((m.name, env_metric(m.name, "mean_reward"), "+.3f") for m in members),
                 ("won", "win_rate", ".1%"),
             )
-            panels = tuple((env_metric(m.name, "mean_reward"), f"{m.name}: mean reward") for m in members)
+            panels = tuple(
+                (env_metric(m.name, "mean_reward"), f"{m.name}: mean reward") for m in members
+            )
             what = "mixture of " + ", ".join(f"{m.name} ({m.weight:g})" for m in members)
         else:  # a random player on the same games: the line the curve must rise above
             url = urls[members[0].name]
