@@ -90,8 +90,16 @@ class Member:
 
 
 def env_label(app: str) -> str:
-    """A short name of a single env from its app path (``recipes.grpo_text.countdown:app`` ->
-    ``countdown``, ``blackjack_env.server.app:app`` -> ``blackjack_env``)."""
+    """A short name of a single env: the catalog name of its app (``blackjack``), else from its
+    app path (``recipes.grpo_text.countdown:app`` -> ``countdown``)."""
+    from openenv_train.catalog import BrokenEnvEntryError, env_names, get_entry
+
+    for name in env_names():
+        try:
+            if get_entry(name).app == app:
+                return name
+        except BrokenEnvEntryError:
+            continue
     parts = app.split(":")[0].split(".")
     return parts[-1] if parts[-1] not in ("app", "server") else parts[0]
 

@@ -30,7 +30,7 @@ def seeded_spec(cfg: Any, seed: int, member: Any = None) -> Any:
     """The config's spec dealing the games of ``seed``: through its own ``seed`` attribute, else
     by passing ``reset(seed=seed + row)`` (a spec written without one, as the README's), so the
     evals before, during and after training and ``openenv-train eval`` play the same games."""
-    spec = cfg.make_spec(member)
+    spec = cfg.make_spec() if member is None else cfg.make_spec(member)
     if hasattr(spec, "seed"):
         spec.seed = seed
         return spec
@@ -46,7 +46,7 @@ def seeded_spec(cfg: Any, seed: int, member: Any = None) -> Any:
 def random_answers(cfg: Any, games: int = 64, member: Any = None) -> list[str]:
     """The answers of the spec's ``random_episode`` games (the env's moves, in words); empty when
     the spec has none."""
-    sample = cfg.warmup_episodes(cfg.make_spec(member))
+    sample = cfg.warmup_episodes(cfg.make_spec() if member is None else cfg.make_spec(member))
     if sample is None:
         return []
     found: dict[str, None] = {}
