@@ -48,6 +48,9 @@ class EnvEntry:
     action_path: str
     observation_path: str
     state_path: str = "openenv_train.core.models:State"
+    #: the env's ``TextEnvSpec`` class (``module:Class``) for token-level policies: env mixtures
+    #: and ``openenv-train eval`` find it by the env's name; None where the env has none
+    text_spec_path: str | None = None
 
     def client(self) -> type:
         return _load(self.client_path, f"{self.name}: client_path")
@@ -60,6 +63,12 @@ class EnvEntry:
 
     def state(self) -> type:
         return _load(self.state_path, f"{self.name}: state_path")
+
+    def text_spec(self) -> type | None:
+        """The env's ``TextEnvSpec`` class, or None when the entry names none."""
+        if self.text_spec_path is None:
+            return None
+        return _load(self.text_spec_path, f"{self.name}: text_spec_path")
 
 
 def _load(path: str, what: str) -> Any:

@@ -8,6 +8,8 @@
     openenv-train build PATH [--tag --base-image]    build an env image
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
+    openenv-train eval MODEL_DIR --k K         pass@k and mean@k per env, trajectories as JSONL
+    openenv-train replay TRAJ.jsonl            replay stored trajectories, report differing rewards
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
     openenv-train recipes                      the registered recipes, one line each
@@ -40,6 +42,8 @@ from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .export_cmd import register as register_export
 from .overrides import OverrideError, apply_overrides, check_resume_config
+from .passk_cmd import add_eval_arguments, passk
+from .passk_cmd import register as register_replay
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
 
@@ -138,6 +142,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"recipe: {model_dir} is not inside a training run folder that names its recipe; "
             "pass --recipe NAME"
         )
+    if args.k is not None:
+        try:
+            return passk(args)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     recipe = get_recipe(name)
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
@@ -233,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", "--hands", type=int, default=None, help="episodes (default: the recipe's)"
     )
     p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the recipe's)")
+    add_eval_arguments(p)
     p.set_defaults(func=cmd_eval)
 
     register_envs(sub)
@@ -256,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_curve(sub)
     register_view(sub)
     register_export(sub)
+    register_replay(sub)
     return parser
 
 

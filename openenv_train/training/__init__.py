@@ -19,7 +19,12 @@ from .callbacks import (
 )
 from .environment import list_server_tools, make_environment_class, release_callback
 from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
-from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
+from .rollout import (
+    make_harness_rollout_func,
+    make_mixture_rollout_func,
+    make_rollout_func,
+    policy_for_trainer,
+)
 from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
 from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
@@ -44,6 +49,7 @@ __all__ = [
     "make_format_reward",
     "make_rubric_reward",
     "make_harness_rollout_func",
+    "make_mixture_rollout_func",
     "make_rollout_func",
     "plot_learning_curve",
     "policy_for_trainer",
