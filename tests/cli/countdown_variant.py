@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_train.server import create_app
-from recipes.grpo_text.countdown import (
+from openenv_train.recipes.grpo_text.countdown import (
     CountdownAction,
     CountdownEnvironment,
     CountdownObservation,
     CountdownState,
 )
+from openenv_train.server import create_app
 
 
 class DoubledCountdown(CountdownEnvironment):

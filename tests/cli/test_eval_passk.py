@@ -59,9 +59,9 @@ def countdown_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
 
     from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
+    from openenv_train.recipes.grpo_text.config import TextRecipeConfig
+    from openenv_train.recipes.grpo_text.countdown import CountdownSpec
     from openenv_train.training import quick_format_warmup
-    from recipes.grpo_text.config import TextRecipeConfig
-    from recipes.grpo_text.countdown import CountdownSpec
 
     torch.set_num_threads(1)
     run = tmp_path_factory.mktemp("runs") / "countdown"

@@ -111,8 +111,8 @@ def test_engine_routes_groups_and_keeps_rewards_per_env(three_envs: dict[str, li
 
     from openenv_train.client.sync import run_blocking
     from openenv_train.policy.tiny import build_word_tokenizer
-    from openenv_train.rollout import RolloutConfig, ScriptedPolicy
     from openenv_train.recipes.grpo_text.countdown import CountdownSpec
+    from openenv_train.rollout import RolloutConfig, ScriptedPolicy
 
     specs = {
         "countdown": CountdownSpec(seed=1),
