@@ -39,11 +39,11 @@ class EnvSection(config.MixtureEnvSection):
     weights, learned at once (``configs/grpo_mixture_cpu.yaml``)."""
 
     #: the env server app, module:attribute (imported from the current folder, like uvicorn)
-    app: str = "openenv_train.openenv_train.recipes.grpo_text.countdown:app"
+    app: str = "openenv_train.recipes.grpo_text.countdown:app"
     #: env server processes (or containers) to start
     num_servers: int = Field(1, ge=1)
     #: the env's TextEnvSpec subclass, module:Class (prompt, render, parse_action, vocabulary)
-    spec: str = "openenv_train.openenv_train.recipes.grpo_text.countdown:CountdownSpec"
+    spec: str = "openenv_train.recipes.grpo_text.countdown:CountdownSpec"
     #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
 
