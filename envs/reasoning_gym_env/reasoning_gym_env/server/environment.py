@@ -15,8 +15,7 @@ from typing import Any
 
 import reasoning_gym
 
-from openenv_train import EnvironmentMetadata, NoEpisodeError
-from openenv_train.server.environment import Environment
+from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..models import AnswerAction, QuestionObservation, ReasoningGymState
 
