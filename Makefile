@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env \
-		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env -e envs/notes_env
+		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env -e envs/notes_env \
+		-e envs/reasoning_gym_env -e envs/textarena_env -e envs/verifiers_env
 	touch $(STAMP)
 
 setup: $(STAMP)

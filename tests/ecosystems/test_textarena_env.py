@@ -41,7 +41,7 @@ def binary_search(text: str) -> str:
     lo, hi = 1, 20
     guesses = [int(g) for g in re.findall(r"assistant\n\[(\d+)\]", text)]
     feedback = re.findall(r"target number is (higher|lower)", text)
-    for guess, said in zip(guesses, feedback):
+    for guess, said in zip(guesses, feedback, strict=False):
         lo, hi = (guess + 1, hi) if said == "higher" else (lo, guess - 1)
     return f"[{(lo + hi) // 2}]"
 

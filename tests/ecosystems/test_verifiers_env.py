@@ -45,7 +45,9 @@ def test_bad_input_gets_a_clear_error_and_the_session_survives() -> None:
         env.reset(seed=0)
         with pytest.raises(RuntimeError, match=r"'answer': Field required.*VALIDATION_ERROR"):
             env.step({"completion": "3"})  # the field is `answer`
-        with pytest.raises(RuntimeError, match=r"'seed': Input should be greater than or equal to 0"):
+        with pytest.raises(
+            RuntimeError, match=r"'seed': Input should be greater than or equal to 0"
+        ):
             env.reset(seed=-2)
         env.reset(seed=0)
         assert env.step({"answer": "3"}).done is True  # the same session goes on

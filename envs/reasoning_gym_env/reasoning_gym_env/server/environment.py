@@ -72,7 +72,10 @@ class ReasoningGymEnvironment(Environment[AnswerAction, QuestionObservation, Rea
             ) from None
         self._entry = self._data[0]
         self._state = ReasoningGymState(
-            episode_id=episode_id or uuid.uuid4().hex, dataset=self.dataset, seed=seed, config=config
+            episode_id=episode_id or uuid.uuid4().hex,
+            dataset=self.dataset,
+            seed=seed,
+            config=config,
         )
         return QuestionObservation(
             dataset=self.dataset, question=self._entry["question"], seed=seed, reward=0.0
