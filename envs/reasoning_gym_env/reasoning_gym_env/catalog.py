@@ -5,23 +5,19 @@ from __future__ import annotations
 from openenv_train import EnvEntry, EnvFamily
 from openenv_train.catalog import UnknownEnvError
 
+from .names import dataset_names
+
 FAMILY = EnvFamily(
     prefix="reasoning_gym",
     description="reasoning-gym's procedural datasets, one single-answer env each",
-    members_path="reasoning_gym_env.catalog:members",
+    members_path="reasoning_gym_env.names:dataset_names",
     entry_path="reasoning_gym_env.catalog:entry",
 )
 
 
-def members() -> list[str]:
-    from .server.environment import dataset_names
-
-    return dataset_names()
-
-
 def entry(dataset: str) -> EnvEntry:
     """The catalog entry of ``reasoning_gym/<dataset>``."""
-    if dataset not in members():
+    if dataset not in dataset_names():
         raise UnknownEnvError(
             f"reasoning-gym has no dataset {dataset!r}; `openenv-train envs` lists the "
             "reasoning_gym/<dataset> names"

@@ -14,7 +14,8 @@ from typing import Any
 from openenv_train import create_app
 
 from ..models import AnswerAction, QuestionObservation, ReasoningGymState
-from .environment import ReasoningGymEnvironment, dataset_names
+from ..names import dataset_names
+from .environment import ReasoningGymEnvironment
 
 
 @functools.cache

@@ -19,16 +19,6 @@ from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..models import AnswerAction, QuestionObservation, ReasoningGymState
 
-#: datasets that cannot be built without a config of their own (composite mixes others)
-NEEDS_CONFIG = frozenset({"composite"})
-
-
-def dataset_names() -> list[str]:
-    """Every reasoning-gym dataset this package serves, sorted."""
-    from reasoning_gym.factory import DATASETS
-
-    return sorted(set(DATASETS) - NEEDS_CONFIG)
-
 
 class ReasoningGymEnvironment(Environment[AnswerAction, QuestionObservation, ReasoningGymState]):
     """Answer one procedurally generated question; reward = the dataset's ``score_answer``."""
