@@ -71,6 +71,24 @@ def first_reply_to_seed_7(url: str) -> str:
         return env.step({"message": "[10]"}).observation["text"]
 
 
+def test_random_draws_during_play_stay_per_session() -> None:
+    """2048 places each new tile with Python's global random: three interleaved sessions, two
+    on the same seed, still see the same boards."""
+    moves = ["[Up]", "[Left]", "[Down]", "[Right]"] * 3
+    with serve("textarena/2048-v0-3x3") as url:
+        with (
+            GenericEnvClient(base_url=url).sync() as a,
+            GenericEnvClient(base_url=url).sync() as b,
+            GenericEnvClient(base_url=url).sync() as c,
+        ):
+            a.reset(seed=4), c.reset(seed=5), b.reset(seed=4)
+            for move in moves:
+                ra = a.step({"message": move})
+                c.step({"message": move})
+                rb = b.step({"message": move})
+                assert ra.observation["text"] == rb.observation["text"]
+
+
 def test_bad_input_gets_a_clear_error_and_the_session_survives() -> None:
     with serve("textarena/GuessTheNumber-v0") as url, GenericEnvClient(base_url=url).sync() as env:
         env.reset(seed=1)
