@@ -8,17 +8,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
+# every env package under envs/ (editable), so the catalog lists them all
+ENV_PACKAGES = $(foreach p,$(sort $(wildcard envs/*/pyproject.toml)),-e $(patsubst %/,%,$(dir $(p))))
 
 .PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table \
-	docs docs-gen browser-ready screenshots
+	docs docs-gen browser-ready screenshots dist
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" -e envs/echo_env -e envs/blackjack_env \
-		-e envs/guess_number_env -e envs/wordle_env -e envs/coding_env -e envs/notes_env \
-		-e envs/reasoning_gym_env -e envs/textarena_env -e envs/verifiers_env
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" $(ENV_PACKAGES)
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -79,5 +79,11 @@ bench: setup
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/rollout_throughput.py
 
+# sdist + wheel of openenv-train and of every env package under envs/ into dist/, checked by twine
+# (offline: this venv's setuptools; a release: python scripts/dist.py --isolation).
+dist: setup
+	rm -rf dist
+	$(BIN)/python scripts/dist.py --outdir dist
+
 clean:
-	rm -rf $(VENV) .venv-vllm runs .pytest_cache site
+	rm -rf $(VENV) .venv-vllm runs .pytest_cache site dist build

@@ -26,9 +26,9 @@ from rich.table import Table
 
 from openenv_train.policy.tiny import build_tiny_model, save_tiny_model
 from openenv_train.policy.vllm_server import VLLMServer
+from openenv_train.recipes.async_grpo_blackjack.config import cpu_config
+from openenv_train.recipes.async_grpo_blackjack.train import run
 from openenv_train.training import quick_format_warmup
-from recipes.async_grpo_blackjack.config import cpu_config
-from recipes.async_grpo_blackjack.train import run
 
 METRICS = {
     "step s": "perf/step_s",

@@ -9,6 +9,8 @@ greedy mean return before and after; writes both learning curves to one PNG.
 
 Usage: python benchmarks/lora_vs_full.py [--steps 60] [--batch 128] [--every 10]
        [--out docs/img/lora_vs_full.png] [--runs /tmp/lora_bench]
+       python benchmarks/lora_vs_full.py --from-runs FULL_RUN LORA_RUN   (no training: the table
+       and the figure again from two finished run folders, e.g. two `openenv-train train` runs)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(args: argparse.Namespace, lora: bool) -> Any:
-    from recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
 
     data = yaml.safe_load((ROOT / "configs/grpo_blackjack_lora_cpu.yaml").read_text())
     if not lora:
@@ -90,18 +92,31 @@ def main() -> None:
     p.add_argument("--every", type=int, default=10, help="steps between greedy evals")
     p.add_argument("--hands", type=int, default=4000, help="hands per eval")
     p.add_argument("--full-lr", type=float, default=5e-4)
-    p.add_argument("--lora-lr", type=float, default=2e-3)
+    p.add_argument("--lora-lr", type=float, default=4e-3)
     p.add_argument("--runs", default="/tmp/lora_bench")
     p.add_argument("--out", default=str(ROOT / "docs/img/lora_vs_full.png"))
+    p.add_argument(
+        "--from-runs",
+        nargs=2,
+        type=Path,
+        metavar=("FULL_RUN", "LORA_RUN"),
+        help="skip training: table and figure from these two finished run folders",
+    )
     args = p.parse_args()
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.train import run
     from openenv_train.training.compare import plot_compare, read_curve
-    from recipes.grpo_blackjack.train import run
 
     results = {}
-    for name, lora in (("full fine-tuning", False), ("LoRA", True)):
-        cfg = config(args, lora)
-        console.rule(f"{name} ({args.steps} steps x {args.batch} episodes)")
-        run(cfg)
+    for k, (name, lora) in enumerate((("full fine-tuning", False), ("LoRA", True))):
+        if args.from_runs:
+            run_dir = args.from_runs[k]
+            cfg = parse_config(json.loads((run_dir / "config.json").read_text()))
+            cfg.output_dir, cfg.name = str(run_dir.parent), run_dir.name
+        else:
+            cfg = config(args, lora)
+            console.rule(f"{name} ({args.steps} steps x {args.batch} episodes)")
+            run(cfg)
         trainable, total, sync = sync_bytes(cfg)
         results[name] = {
             **measure(cfg.run_dir),
@@ -116,8 +131,9 @@ def main() -> None:
         args.out,
         title=f"GRPO BlackJack on CPU: LoRA (r={cfg.lora.r}) vs full fine-tuning",
     )
+    g = cfg.grpo
     table = Table(
-        title=f"LoRA vs full fine-tuning, {args.steps} GRPO steps x {args.batch} episodes"
+        title=f"LoRA vs full fine-tuning, {g.max_steps} GRPO steps x {g.per_device_train_batch_size} episodes"
     )
     for col in ("", "trainable params", "optimizer state", "step time (median)",
                 "weight sync / step", "mean return before", "after", "best eval"):  # fmt: skip

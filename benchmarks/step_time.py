@@ -191,9 +191,9 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     import torch
     from blackjack_env.text_spec import VOCABULARY, random_episode
 
+    from openenv_train.recipes.grpo_blackjack.config import load_config
     from openenv_train.training.grpo import start_servers
     from openenv_train.training.model import load_model, warm_up
-    from recipes.grpo_blackjack.config import load_config
 
     cfg = load_config(args.config)
     updates: dict[str, Any] = {"max_steps": args.steps, "logging_steps": 10**6}

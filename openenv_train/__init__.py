@@ -50,7 +50,27 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UnknownMessageTypeError",
     ),
     "core.mcp": ("TypedOrToolAction",),
-    "server": ("Environment", "Limits", "MCPEnvironment", "NoEpisodeError", "create_app", "tool"),
+    # rewards as composable objects (OpenEnv's rubric API): Environment(rubric=...) applies one
+    "core.rubrics": (
+        "ExponentialDiscountingTrajectoryRubric",
+        "Gate",
+        "LLMJudge",
+        "Rubric",
+        "RubricDict",
+        "RubricList",
+        "Sequential",
+        "TrajectoryRubric",
+        "WeightedSum",
+    ),
+    "server": (
+        "Environment",
+        "Limits",
+        "MCPEnvironment",
+        "NoEpisodeError",
+        "Transform",
+        "create_app",
+        "tool",
+    ),
     "client": ("EnvClient", "MCPToolClient", "ServerUnreachableError", "ToolCallError"),
     "catalog": ("AutoAction", "AutoEnv", "EnvEntry", "EnvFamily"),
 }
@@ -88,7 +108,26 @@ if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal
         UnknownMessageTypeError,
     )
     from .core.mcp import TypedOrToolAction  # noqa: F401
-    from .server import Environment, Limits, MCPEnvironment, NoEpisodeError, create_app, tool  # noqa: F401
+    from .core.rubrics import (  # noqa: F401
+        ExponentialDiscountingTrajectoryRubric,
+        Gate,
+        LLMJudge,
+        Rubric,
+        RubricDict,
+        RubricList,
+        Sequential,
+        TrajectoryRubric,
+        WeightedSum,
+    )
+    from .server import (  # noqa: F401
+        Environment,
+        Limits,
+        MCPEnvironment,
+        NoEpisodeError,
+        Transform,
+        create_app,
+        tool,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 from dataclasses import dataclass
 from typing import Any
 
 ENTRY_POINT_GROUP = "openenv_train.envs"
 FAMILY_ENTRY_POINT_GROUP = "openenv_train.env_families"
+DISTRIBUTION = "openenv-train"
+ENVS_EXTRA = "envs"  # pip install 'openenv-train[envs]': the example env packages
 
 
 class UnknownEnvError(LookupError):
@@ -52,6 +55,9 @@ class EnvEntry:
     action_path: str
     observation_path: str
     state_path: str = "openenv_train.core.models:State"
+    #: the env's ``TextEnvSpec`` class (``module:Class``) for token-level policies: env mixtures
+    #: and ``openenv-train eval`` find it by the env's name; None where the env has none
+    text_spec_path: str | None = None
 
     def client(self) -> type:
         return _load(self.client_path, f"{self.name}: client_path")
@@ -64,6 +70,12 @@ class EnvEntry:
 
     def state(self) -> type:
         return _load(self.state_path, f"{self.name}: state_path")
+
+    def text_spec(self) -> type | None:
+        """The env's ``TextEnvSpec`` class, or None when the entry names none."""
+        if self.text_spec_path is None:
+            return None
+        return _load(self.text_spec_path, f"{self.name}: text_spec_path")
 
 
 @dataclass(frozen=True)
@@ -153,6 +165,28 @@ def env_names(family: str | None = None) -> list[str]:
     return names
 
 
+def missing_env_packages() -> list[str]:
+    """The env packages of the ``envs`` extra (the one list of them, in pyproject.toml) that are
+    not installed, sorted; empty when openenv-train itself is not installed (a bare checkout)."""
+    try:
+        requires = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    in_extra = re.compile(rf"extra\s*==\s*[\"']{ENVS_EXTRA}[\"']")
+    names = sorted(
+        re.split(r"[\s;\[<>=!~]", req, maxsplit=1)[0] for req in requires if in_extra.search(req)
+    )
+    return [name for name in names if not _installed(name)]
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def get_entry(name: str) -> EnvEntry:
     """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too;
     ``"reasoning_gym/leg_counting"`` for a member of a family)."""
@@ -171,7 +205,7 @@ def get_entry(name: str) -> EnvEntry:
     eps = _entry_points()
     ep = eps.get(name) or eps.get(name.removesuffix("_env"))
     if ep is None:
-        known = ", ".join(sorted(eps)) or "none (pip install an env package, e.g. envs/echo_env)"
+        known = ", ".join(sorted(eps)) or "none (pip install 'openenv-train[envs]')"
         raise UnknownEnvError(f"no env named {name!r} is installed; installed envs: {known}")
     try:
         entry = ep.load()

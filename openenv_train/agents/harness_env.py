@@ -23,6 +23,7 @@ from pydantic import Field
 
 from ..core.mcp import RESERVED_TOOL_NAMES, Tool
 from ..core.models import Action, Observation, State
+from ..core.rubrics import Rubric as BaseRubric
 from ..server.mcp import MCPEnvironment
 from .agentic import (
     AgenticHarnessAdapter,
@@ -71,7 +72,9 @@ def resolve_tool_conflicts(
     return out, renames
 
 
-Rubric = Callable[[HarnessAction, HarnessResponse, Any], Any]
+#: A turn verifier: a ``openenv_train.Rubric`` scores ``(action, response)``; a plain callable
+#: gets ``(action, response, env)``.
+Rubric = Callable[[HarnessAction, HarnessResponse, Any], Any] | BaseRubric
 
 
 class HarnessEnvironment(MCPEnvironment):
@@ -103,7 +106,10 @@ class HarnessEnvironment(MCPEnvironment):
         """The verifier: reward for one turn (default: the ``rubric``, else None)."""
         if self.rubric is None:
             return None
-        out = self.rubric(action, response, self)
+        if isinstance(self.rubric, BaseRubric):
+            out = self.rubric(action, response)
+        else:
+            out = self.rubric(action, response, self)
         return await out if inspect.isawaitable(out) else out
 
     async def reset(
@@ -116,7 +122,7 @@ class HarnessEnvironment(MCPEnvironment):
         await self._teardown()
         task = self.on_reset(seed, **kwargs)
         tools, renames = resolve_tool_conflicts(
-            self.list_tools(), self.adapter.BUILTIN_TOOL_NAMES, self.tool_prefix
+            await self.list_tools_async(), self.adapter.BUILTIN_TOOL_NAMES, self.tool_prefix
         )
         if llm_base_url:
             self.adapter.config.env_vars["OPENAI_BASE_URL"] = llm_base_url
@@ -138,7 +144,7 @@ class HarnessEnvironment(MCPEnvironment):
 
     async def step(self, action: Action, **kwargs: Any) -> Observation:  # type: ignore[override]
         if not isinstance(action, HarnessAction):
-            return await super().step(action, **kwargs)
+            return await super().step_async(action, **kwargs)
         if not self.active:
             raise HarnessNotRunningError("no harness is running; call reset() before step()")
         try:

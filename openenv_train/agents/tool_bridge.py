@@ -64,7 +64,7 @@ class ToolBridge:
         if method == "ping":
             return JSONResponse(rpc_result({}, rid))
         if method == "tools/list":
-            obs = ListToolsObservation(tools=self.env.list_tools())
+            obs = ListToolsObservation(tools=await self.env.list_tools_async())
             reply = McpHandler._tool_reply("tools/list", obs, rid)
             for tool in reply.get("result", {}).get("tools", []):
                 tool["name"] = self._served.get(tool["name"], tool["name"])

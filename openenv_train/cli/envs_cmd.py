@@ -13,7 +13,13 @@ import json
 import sys
 from typing import Any
 
-from ..catalog import BrokenEnvEntryError, UnknownEnvError, describe, env_names
+from ..catalog import (
+    BrokenEnvEntryError,
+    UnknownEnvError,
+    describe,
+    env_names,
+    missing_env_packages,
+)
 
 _BASE_FIELDS = frozenset({"metadata", "done", "reward"})
 
@@ -87,8 +93,14 @@ def cmd_envs(args: argparse.Namespace) -> int:
             fields_summary(r["observation"]),
         )
     Console().print(table)
-    if not rows:
-        print("no envs installed; pip install an env package (e.g. pip install -e envs/echo_env)")
+    missing = missing_env_packages()
+    if missing:
+        print(f"not installed: {', '.join(missing)}")
+    if missing or not rows:
+        print(
+            "add the example envs: pip install 'openenv-train[envs]' (or one: pip install "
+            f"{(missing or ['openenv-train-echo-env'])[0]}); your own: openenv-train init NAME"
+        )
     return 0
 
 

@@ -1,15 +1,19 @@
 """The ``openenv-train`` command.
 
     openenv-train train CONFIG.yaml            run the recipe a config names (``recipe:`` key)
+    openenv-train train NAME                   the same with a shipped config (``configs`` lists them)
     openenv-train train CONFIG.yaml --resume   continue its run from the last checkpoint
     openenv-train init NAME [--dir D]          scaffold an env package (env_cli)
     openenv-train serve PATH_OR_APP [--runtime local|docker|podman] [--port]
     openenv-train build PATH [--tag --base-image]    build an env image
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
+    openenv-train eval MODEL_DIR --k K         pass@k and mean@k per env, trajectories as JSONL
+    openenv-train replay TRAJ.jsonl            replay stored trajectories, report differing rewards
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
     openenv-train recipes                      the registered recipes, one line each
+    openenv-train configs [NAME] [--copy DIR]  the shipped configs by name; copy one to edit
     openenv-train --version                    (``python -m openenv_train`` is the same command)
     openenv-train curve RUN_A RUN_B [--out P]  learning curves of runs side by side (compare.png)
     openenv-train view RUN [RUN ...]           a local page: curves, eval episodes, config
@@ -32,10 +36,14 @@ import yaml
 
 from .. import __version__
 from ..runtime.signals import raise_on_stop_signals
+from .configs_cmd import UnknownConfigError, resolve_config
+from .configs_cmd import register as register_configs
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
 from .export_cmd import register as register_export
 from .overrides import OverrideError, apply_overrides, check_resume_config
+from .passk_cmd import add_eval_arguments, passk
+from .passk_cmd import register as register_replay
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
 
@@ -45,11 +53,7 @@ class CLIError(Exception):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    path = Path(args.config)
-    if not path.is_file():
-        raise CLIError(
-            f"config: {args.config!r} does not exist; pass a YAML file like configs/grpo_blackjack_cpu.yaml"
-        )
+    path = resolve_config(args.config)
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
@@ -65,7 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from None
     if hasattr(cfg, "given_as"):  # the resume hint repeats how this config was given
-        cfg.given_as(" ".join([str(path), *(f"--set {s}" for s in args.set or [])]))
+        cfg.given_as(" ".join([args.config, *(f"--set {s}" for s in args.set or [])]))
     if args.max_steps is not None:
         if hasattr(getattr(cfg, "grpo", None), "max_steps"):
             cfg.grpo.max_steps = args.max_steps
@@ -138,6 +142,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"recipe: {model_dir} is not inside a training run folder that names its recipe; "
             "pass --recipe NAME"
         )
+    if args.k is not None:
+        try:
+            return passk(args)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     recipe = get_recipe(name)
     if not recipe.can_evaluate:
         raise CLIError(f"recipe: {name!r} declares no evaluator (evaluate.evaluate_saved_model)")
@@ -196,7 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("train", help="run a recipe config (e.g. configs/grpo_blackjack_cpu.yaml)")
-    p.add_argument("config", help="YAML recipe config")
+    p.add_argument(
+        "config", help="YAML recipe config, or a shipped config's name (openenv-train configs)"
+    )
     p.add_argument("--max-steps", type=int, default=None, help="override grpo.max_steps (or steps)")
     p.add_argument("--name", default=None, help="override the run name (output under runs/<name>)")
     p.add_argument(
@@ -231,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", "--hands", type=int, default=None, help="episodes (default: the recipe's)"
     )
     p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: the recipe's)")
+    add_eval_arguments(p)
     p.set_defaults(func=cmd_eval)
 
     register_envs(sub)
@@ -250,9 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
         "recipes", help="the registered recipes, one line each (openenv-train train)"
     )
     p.set_defaults(func=cmd_recipes)
+    register_configs(sub)
     register_curve(sub)
     register_view(sub)
     register_export(sub)
+    register_replay(sub)
     return parser
 
 
@@ -262,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_on_stop_signals()  # SIGTERM and SIGHUP stop a command the way Ctrl-C does
     try:
         return int(args.func(args) or 0)
-    except (CLIError, RecipeError, OverrideError) as err:
+    except (CLIError, RecipeError, OverrideError, UnknownConfigError) as err:
         print(f"openenv-train {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

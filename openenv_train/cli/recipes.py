@@ -13,7 +13,7 @@ Recipes register in the ``openenv_train.recipes`` entry point group, one line ea
 ``pyproject.toml`` of the package that ships them (then reinstall it, e.g. ``make setup``)::
 
     [project.entry-points."openenv_train.recipes"]
-    grpo_blackjack = "recipes.grpo_blackjack"
+    grpo_blackjack = "openenv_train.recipes.grpo_blackjack"
 """
 
 from __future__ import annotations

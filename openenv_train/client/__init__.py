@@ -5,12 +5,15 @@ connects to a server through any provider (``runtime.LocalProcessProvider``, a c
 """
 
 from .base import EnvClient, ServerProvider, ServerUnreachableError, UnexpectedFrameError
-from .generic import GenericEnvClient, GenericObservation
+from .bootstrap import ClientBootstrap
+from .generic import GenericAction, GenericEnvClient, GenericObservation
 from .mcp import MCPToolClient, ToolCallError
 from .sync import SyncEnvClient
 
 __all__ = [
+    "ClientBootstrap",
     "EnvClient",
+    "GenericAction",
     "GenericEnvClient",
     "GenericObservation",
     "MCPToolClient",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.protocol import State as WsState
 
 from ..core import wire
-from ..core.auth import HideAuthorization, check_token, token_from_env
+from ..core.auth import HideAuthorization, client_token
 from ..core.errors import (
     CapacityReachedError,
     ConnectionLostError,
@@ -37,8 +37,10 @@ from ..core.errors import (
     error_from_frame,
 )
 from ..core.models import Action, ActT, Observation, ObsT, State, StateT, StepResult
+from . import compat
 
 if TYPE_CHECKING:
+    from .bootstrap import ClientBootstrap
     from .sync import SyncEnvClient
 
 _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
@@ -100,7 +102,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             action_cls, observation_cls, state_cls = BlackjackAction, BlackjackObservation, BlackjackState
 
     Use one client per concurrent session: requests on one client never overlap. ``token``: the
-    server's bearer token (default: ``OPENENV_TRAIN_TOKEN`` / ``OPENENV_TRAIN_TOKEN_FILE``).
+    server's bearer token (default: the token of a server this process started with one of its
+    own, e.g. one of several containers, else ``OPENENV_TRAIN_TOKEN`` /
+    ``OPENENV_TRAIN_TOKEN_FILE``).
     """
 
     action_cls: ClassVar[type[Action]] = Action
@@ -109,14 +113,36 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         *,
         timeout: float | None = 30.0,
         connect_timeout: float = 10.0,
         max_message_size: int | None = 64 * 1024 * 1024,
         ping_interval: float | None = None,
         token: str | None = None,
+        mode: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        provider: ServerProvider | None = None,
+        **openenv_names: Any,
     ) -> None:
+        """``timeout``: seconds to wait for each reply (then the connection is dropped);
+        ``connect_timeout``: seconds to open the session; ``max_message_size``: bytes;
+        ``ping_interval``: keepalive pings (None: off); ``token``: the server's bearer token;
+        ``headers``: extra handshake headers; ``provider``: a server to start on ``connect()``
+        and stop on ``close()``. ``mode``: ``'simulation'`` or ``'production'`` (case-insensitive;
+        default: the ``OPENENV_CLIENT_MODE`` variable, else the class's ``default_mode``).
+        OpenEnv's names are accepted too: ``connect_timeout_s``, ``message_timeout_s``,
+        ``max_message_size_mb``, ``websocket_ping_interval_s``, ``websocket_ping_timeout_s``.
+        """
+        # OpenEnv's argument names (connect_timeout_s=, message_timeout_s=, ...) map onto ours
+        ours = compat.client_kwargs(
+            openenv_names,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_message_size=max_message_size,
+            ping_interval=ping_interval,
+        )
+        timeout, connect_timeout = ours["timeout"], ours["connect_timeout"]
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(
                 f"timeout must be a positive number of seconds or None, got {timeout!r}"
@@ -125,23 +151,45 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise ValueError(
                 f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}"
             )
+        if base_url is None:
+            if provider is None:
+                raise ValueError("give base_url='http://host:port' (or provider=... to start one)")
+            base_url = provider.base_url or "http://127.0.0.1:0"  # set when connect() starts it
+        self._mode = compat.client_mode(mode, type(self).default_mode)
         self.base_url = base_url.strip().rstrip("/") if isinstance(base_url, str) else base_url
         self.ws_url = to_ws_url(base_url)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self.max_message_size = max_message_size
-        self.ping_interval = ping_interval
-        self._token = check_token(token, "token") if token is not None else token_from_env()
+        self.max_message_size = ours["max_message_size"]
+        self.ping_interval = ours["ping_interval"]
+        self.ping_timeout = ours["ping_timeout"]
+        self.headers = compat.check_headers(headers)
+        self._token = client_token(self.base_url, token)
         self._ws: ClientConnection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: str | None = None  # why the last session ended; None while usable
         self._final: str | None = None  # set when close() also stopped the server
         self._busy = False
         self._provider: ServerProvider | None = None
+        self._start_provider: ServerProvider | None = (
+            None  # EnvClient(provider=...): started on connect
+        )
+        if provider is not None and provider.base_url is None:
+            self._start_provider = provider
+        elif provider is not None:
+            self._provider = provider
         cls = type(self)
         self._fast_step = cls._step_payload is EnvClient._step_payload
         host = urlsplit(self.ws_url).hostname or ""
         self._loopback = host in _LOOPBACK or host.startswith("127.")
+
+    #: the ``mode`` used when neither ``mode=`` nor ``OPENENV_CLIENT_MODE`` says one
+    default_mode: ClassVar[str] = "simulation"
+
+    @property
+    def mode(self) -> str:
+        """``"simulation"`` or ``"production"`` (``mode=``, else ``OPENENV_CLIENT_MODE``); fixed at construction."""
+        return self._mode
 
     # ---- override hooks ------------------------------------------------------------------
 
@@ -242,6 +290,16 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def __enter__(self) -> SyncEnvClient:
+        """``with Env(base_url=...) as env:`` (OpenEnv's blocking idiom): ``env`` is ``self.sync()``, connected."""
+        sync = self.sync()
+        self._sync_view = sync
+        return sync.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        sync = self.__dict__.pop("_sync_view", None) or self.sync()
+        sync.__exit__(*exc)
+
     def sync(self) -> SyncEnvClient:
         """A blocking wrapper with the same methods; works inside or outside a running loop."""
         from .sync import SyncEnvClient
@@ -278,11 +336,55 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
 
         return SyncEnvClient(run_sync(cls.from_provider(provider, **kwargs)))
 
+    @classmethod
+    def from_docker_image(
+        cls: type[ClientT], image: str, provider: Any = None, **kwargs: Any
+    ) -> ClientBootstrap[ClientT]:
+        """OpenEnv's ``from_docker_image``: serve ``image`` in a hardened container.
+
+        ``await`` the handle for a connected client or call ``.sync()``; the container starts
+        then and stops when the client closes. ``kwargs`` go to the container provider
+        (``openenv_train.runtime.ContainerProvider``: ``engine=``, ``env=``, ``relax=``...).
+        """
+        from .bootstrap import ClientBootstrap, container_provider
+
+        return ClientBootstrap(cls, lambda: container_provider(image, provider, kwargs))
+
+    @classmethod
+    def from_env(
+        cls: type[ClientT],
+        repo_id: str,
+        *,
+        use_docker: bool = True,
+        provider: Any = None,
+        **provider_kwargs: Any,
+    ) -> ClientBootstrap[ClientT]:
+        """OpenEnv's ``from_env``: a hub id (``"org/echo-env"``) served from a local image or an
+        installed env package when there is one, else fetched from the hub (an error naming
+        the fix when the hub cannot be reached). ``await`` it, or call ``.sync()``."""
+        from .bootstrap import ClientBootstrap, hub_provider
+
+        return ClientBootstrap(
+            cls, lambda: hub_provider(repo_id, use_docker, provider, provider_kwargs)
+        )
+
     # ---- transport -----------------------------------------------------------------------
+
+    async def _ensure_started(self) -> None:
+        """Start the server of ``EnvClient(provider=...)`` (given without a base_url) once."""
+        if self._start_provider is None:
+            return
+        provider, self._start_provider = self._start_provider, None
+        self._provider = provider  # stopped by close()
+        base_url = await asyncio.to_thread(provider.start)
+        self.base_url, self.ws_url = base_url.rstrip("/"), to_ws_url(base_url)
+        host = urlsplit(self.ws_url).hostname or ""
+        self._loopback = host in _LOOPBACK or host.startswith("127.")
 
     async def _open(self) -> None:
         if self._final is not None:
             raise SessionClosedError(self._final)
+        await self._ensure_started()
         old, self._ws = self._ws, None
         if old is not None:
             old.transport.abort()
@@ -291,13 +393,18 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             "open_timeout": self.connect_timeout,
             "max_size": self.max_message_size,
             "ping_interval": self.ping_interval,
+            "ping_timeout": self.ping_timeout,
             "close_timeout": 2.0,
             "user_agent_header": None,
         }
         if self._loopback:
             kwargs["proxy"] = None
+        headers = dict(self.headers)
         if self._token is not None:
-            kwargs["additional_headers"] = {"Authorization": "Bearer " + self._token}
+            headers["Authorization"] = "Bearer " + self._token
+        if headers:
+            kwargs["additional_headers"] = headers
+        if "Authorization" in headers:
             kwargs["logger"] = _WS_LOG
         try:
             ws = await ws_connect(self.ws_url, **kwargs)

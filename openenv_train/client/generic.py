@@ -45,3 +45,16 @@ class GenericEnvClient(EnvClient[Any, Any, Any]):
 
     def _parse_state(self, payload: dict[str, Any]) -> dict[str, Any]:
         return payload
+
+
+class GenericAction(dict[str, Any]):
+    """OpenEnv's ``GenericAction``: a dict built from keywords, for ``GenericEnvClient.step``.
+
+    ``env.step(GenericAction(code="print(1)"))`` is ``env.step({"code": "print(1)"})``.
+    """
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(fields)
+
+    def __repr__(self) -> str:
+        return "GenericAction(" + ", ".join(f"{k}={v!r}" for k, v in self.items()) + ")"

@@ -17,13 +17,16 @@ from ..core.mcp import (
 from ..core.models import Action, Observation, StepResult
 from .base import EnvClient
 from .generic import GenericObservation
-from .mcp_http import JsonRpcError, McpHttpSession
+from .mcp_http import JsonRpcError, McpHttpSession, mcp_url
 
 MCP_MODES = ("simulation", "production")
 
 
-class ToolCallError(OpenEnvTrainError):
-    """A tool call came back with an error (unknown tool, bad arguments, the tool raised...)."""
+class ToolCallError(OpenEnvTrainError, RuntimeError):
+    """A tool call came back with an error (unknown tool, bad arguments, the tool raised...).
+
+    A ``RuntimeError``, as OpenEnv's ``call_tool`` raises, so ``except RuntimeError`` keeps working.
+    """
 
     def __init__(self, tool_name: str, error_type: ToolErrorType | str, message: str) -> None:
         self.tool_name = tool_name
@@ -64,26 +67,34 @@ def unwrap_tool_result(result: Any) -> Any:
 class MCPToolClient(EnvClient[Action, Observation, Any]):
     """``await env.list_tools()``, ``await env.call_tool("echo_message", message="hi")``.
 
-    ``mode="simulation"`` (default): calls travel as ``step`` actions ``{"type": "list_tools"}`` /
-    ``{"type": "call_tool", ...}`` on the session's WebSocket. ``mode="production"``: they are
-    JSON-RPC ``tools/list`` / ``tools/call`` on HTTP ``POST /mcp`` in a session made with
-    ``openenv/session/create``; ``reset``/``step`` then attach the WebSocket to that same session
-    (``/ws?session_id=...``), so both transports reach one env instance, as OpenEnv 0.10 does.
+    ``mode="production"`` (the default, as in OpenEnv): calls are JSON-RPC ``tools/list`` /
+    ``tools/call`` on HTTP ``POST /mcp`` in a session made with ``openenv/session/create``;
+    ``reset``/``step`` then attach the WebSocket to that same session (``/ws?session_id=...``),
+    so both transports reach one env instance, as OpenEnv 0.10 does. ``mode="simulation"`` (or
+    ``OPENENV_CLIENT_MODE=simulation``; OpenEnv's ``MCPToolClient`` refuses it): calls travel as
+    ``step`` actions ``{"type": "list_tools"}`` / ``{"type": "call_tool", ...}`` on the
+    session's WebSocket, so they count as steps and carry rewards.
     Non-tool observations (e.g. from ``reset``) parse with ``observation_cls``.
     """
 
     observation_cls = GenericObservation
+    default_mode = "production"
 
-    def __init__(self, base_url: str, *, mode: str = "simulation", **kwargs: Any) -> None:
-        if mode not in MCP_MODES:
-            raise ValueError(f"mode must be one of {list(MCP_MODES)}, got {mode!r}")
-        super().__init__(base_url, **kwargs)
-        self.mode = mode
-        self._http_mcp = McpHttpSession(self.base_url, timeout=self.timeout)
+    def __init__(
+        self, base_url: str | None = None, *, mode: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(base_url, mode=mode, **kwargs)
+        self._http_mcp = McpHttpSession(
+            self.base_url, timeout=self.timeout, token=self._token, headers=self.headers
+        )
         self._plain_ws_url = self.ws_url
+        self._tools_cache: list[Tool] | None = None
 
     async def _open(self) -> None:
         if self.mode == "production":  # share the HTTP session's env with reset/step
+            await self._ensure_started()
+            self._http_mcp.url = mcp_url(self.base_url)
+            self._plain_ws_url = self.ws_url.split("?", 1)[0]
             sid = await self._http_mcp.ensure()
             self.ws_url = f"{self._plain_ws_url}?session_id={sid}"
         await super()._open()
@@ -121,8 +132,22 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
             metadata=payload.get("metadata") or {},
         )
 
-    async def list_tools(self) -> list[Tool]:
-        """The tools this session's env exposes."""
+    async def list_tools(self, use_cache: bool = True) -> list[Tool]:
+        """The tools this session's env exposes (kept after the first call unless ``use_cache=False``)."""
+        if use_cache and self._tools_cache is not None:
+            return list(self._tools_cache)
+        self._tools_cache = await self._list_tools()
+        return list(self._tools_cache)
+
+    async def get_tool(self, name: str) -> Tool | None:
+        """The tool called ``name``, or ``None`` if the env has no such tool."""
+        return next((t for t in await self.list_tools() if t.name == name), None)
+
+    async def has_tool(self, name: str) -> bool:
+        """Whether the env has a tool called ``name``."""
+        return await self.get_tool(name) is not None
+
+    async def _list_tools(self) -> list[Tool]:
         if self.mode == "production":
             try:
                 return [_tool(t) for t in await self._http_mcp.list_tools()]

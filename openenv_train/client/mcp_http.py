@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ..core.auth import client_token
 from ..core.errors import InfrastructureError
 
 
@@ -41,10 +42,23 @@ def mcp_url(base_url: str) -> str:
 
 
 class McpHttpSession:
-    """One ``openenv/session/create`` session, created on first use, closed by :meth:`close`."""
+    """One ``openenv/session/create`` session, created on first use, closed by :meth:`close`.
+    ``token``: the server's bearer token (default as ``EnvClient``'s: ``core.auth.client_token``).
+    """
 
-    def __init__(self, base_url: str, *, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = 30.0,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.url = mcp_url(base_url)
+        token = client_token(self.url[: -len("/mcp")], token)
+        self.headers = dict(headers or {})
+        if token and "Authorization" not in self.headers:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.session_id: str | None = None
         self.timeout = timeout
         self._http: httpx.AsyncClient | None = None  # made on first use, again after close()
@@ -55,7 +69,9 @@ class McpHttpSession:
         """Send one JSON-RPC request; return ``result`` or raise :class:`JsonRpcError`."""
         body = {"jsonrpc": "2.0", "method": method, "params": params or {}, "id": next(self._ids)}
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self.timeout, trust_env=False)
+            self._http = httpx.AsyncClient(
+                timeout=self.timeout, trust_env=False, headers=self.headers
+            )
         try:
             response = await self._http.post(self.url, json=body)
             reply = response.json()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -13,13 +13,13 @@ RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 
 
 class Tool(BaseModel):
+    """An MCP tool spec; every field is required, as in OpenEnv 0.10."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    description: str = ""
-    input_schema: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    name: str = Field(description="Unique identifier for the tool")
+    description: str = Field(description="Human-readable description of what the tool does")
+    input_schema: dict[str, Any] = Field(description="JSON Schema for the tool's input parameters")
 
 
 class ToolErrorType(str, Enum):
@@ -78,8 +78,9 @@ class TypedOrToolAction(Action):
         return handler(data)
 
 
-class JsonRpcCode:
-    """JSON-RPC 2.0 error codes used by ``/mcp`` (OpenEnv uses -32000 for capacity too)."""
+class JsonRpcErrorCode(IntEnum):
+    """JSON-RPC 2.0 error codes used by ``/mcp`` (OpenEnv's enum; members are ints, so
+    ``code == -32602`` and JSON encoding work as before). -32000 covers capacity too."""
 
     PARSE_ERROR = -32700
     INVALID_REQUEST = -32600
@@ -87,3 +88,7 @@ class JsonRpcCode:
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
     SERVER_ERROR = -32000
+
+
+#: The name this module used before the enum; kept for existing imports.
+JsonRpcCode = JsonRpcErrorCode

@@ -85,6 +85,36 @@ def parse_action(data: dict[str, Any], action_cls: type[Action]) -> Action:
     return action_cls.model_validate(data)
 
 
+#: OpenEnv's name for :func:`parse_action`.
+deserialize_action = parse_action
+
+
+def deserialize_action_with_preprocessing(
+    action_data: dict[str, Any], action_cls: type[Action]
+) -> Action:
+    """:func:`parse_action` after OpenEnv's web-form conversions: a ``call_tool`` action's
+    ``arguments`` given as a JSON string become an object, a string ``action_id`` of digits
+    becomes an int, and ``tokens`` given as a JSON string become a list (a list, not a torch
+    tensor: the core never imports torch)."""
+    data = dict(action_data)
+    if data.get("type") == "call_tool" and isinstance(data.get("arguments"), str):
+        try:
+            data["arguments"] = json.loads(data["arguments"])
+        except ValueError:
+            pass  # left as is: validation names the field
+    if isinstance(data.get("action_id"), str):
+        try:
+            data["action_id"] = int(data["action_id"])
+        except ValueError:
+            pass
+    if isinstance(data.get("tokens"), str):
+        try:
+            data["tokens"] = json.loads(data["tokens"])
+        except ValueError:
+            data["tokens"] = []
+    return parse_action(data, action_cls)
+
+
 # ---- client -> server, and reading replies ------------------------------------------------
 
 

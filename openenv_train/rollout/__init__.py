@@ -5,6 +5,7 @@
 
 from .engine import RolloutEngine
 from .episode import RolloutConfig
+from .mixture import MixtureEngine, MixtureMember
 from .pool import NoLiveServerError
 from .records import (
     EpisodeRecord,
@@ -23,6 +24,8 @@ __all__ = [
     "EpisodeTimeoutError",
     "GroupsDroppedError",
     "MissingRewardError",
+    "MixtureEngine",
+    "MixtureMember",
     "NoLiveServerError",
     "RolloutBatch",
     "RolloutConfig",

@@ -243,33 +243,43 @@ def recording(limit: int) -> Iterator[EpisodeRecorder]:
 def episode_turns(episode: Episode, codec: TokenCodec, last: Reply | None) -> dict[str, Any]:
     """One episode as JSON-ready turns: the prompt, each model answer (text, tokens, logprobs),
     each env text, and the end (stop reason, reward when the env side gave one)."""
-    tok, t = codec.tokenizer, episode.tokens
-    turns: list[dict[str, Any]] = [{"role": "prompt", "text": tok.decode(t.prompt_ids)}]
-    start = 0
-    mask = t.env_mask
-    while start < len(mask):
-        end = start
-        while end < len(mask) and mask[end] == mask[start]:
-            end += 1
-        ids = t.completion_ids[start:end]
-        if mask[start]:
-            turns.append(
-                {
-                    "role": "model",
-                    "text": tok.decode(ids),
-                    "tokens": [tok.decode([i]) for i in ids],
-                    "logprobs": [round(x, 4) for x in t.logprobs[start:end]],
-                }
-            )
-        else:
-            turns.append({"role": "env", "text": tok.decode(ids)})
-        start = end
+    turns = token_turns(episode.tokens, codec.tokenizer)
     if last is not None and last.stop and last.messages:
         turns.append(
             {"role": "env", "text": "\n".join(str(m.get("content", "")) for m in last.messages)}
         )
     reward = last.reward if last is not None and last.stop else None
     return {"reward": reward, "stop": episode.stop, "num_turns": episode.turns, "turns": turns}
+
+
+def token_turns(t: Any, tok: Any) -> list[dict[str, Any]]:
+    """The turns of an episode's tokens (anything with ``prompt_ids``, ``completion_ids``,
+    ``env_mask``, ``logprobs``: ``EpisodeTokens``, an ``EpisodeRecord``): the prompt, then each
+    run of model tokens (text, token ids, tokens, logprobs) or env tokens (text, token ids)."""
+    turns: list[dict[str, Any]] = [
+        {"role": "prompt", "text": tok.decode(t.prompt_ids), "token_ids": list(t.prompt_ids)}
+    ]
+    start = 0
+    mask = t.env_mask
+    while start < len(mask):
+        end = start
+        while end < len(mask) and mask[end] == mask[start]:
+            end += 1
+        ids = list(t.completion_ids[start:end])
+        if mask[start]:
+            turns.append(
+                {
+                    "role": "model",
+                    "text": tok.decode(ids),
+                    "token_ids": ids,
+                    "tokens": [tok.decode([i]) for i in ids],
+                    "logprobs": [round(x, 4) for x in t.logprobs[start:end]],
+                }
+            )
+        else:
+            turns.append({"role": "env", "text": tok.decode(ids), "token_ids": ids})
+        start = end
+    return turns
 
 
 _timeout = getattr(asyncio, "timeout", None)

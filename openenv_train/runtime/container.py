@@ -7,11 +7,18 @@ read-only root with a tmpfs at ``/tmp``, memory / pids / CPU limits; the port is
 127.0.0.1 only. Every container carries labels (project, owner pid + start time, host, run id):
 the first provider started in a process removes containers whose owner died, even by SIGKILL.
 Stopping kills without a grace period, removes, and verifies the removal by an exact name listing.
+
+Tokens: ``token=`` (or ``OPENENV_TRAIN_TOKEN`` in ``env``) makes the server require it. Where one
+owner starts several containers (``start_container_servers`` with n > 1, an ``EnvPool`` that can
+hold more than one) each gets a fresh token of its own by default (``use_own_token``), so a
+container cannot open sessions on another's server over a shared network; this process's
+clients find it by URL (``core.auth.client_token``).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import uuid
 import weakref
@@ -19,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from typing import Any
 
+from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_server_token
 from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .health import Provider, wait_healthy
@@ -80,6 +88,7 @@ class ContainerProvider(Provider):
         log_lines: int = 50,
         container_port: int = CONTAINER_PORT,
         host_port: int | None = None,
+        token: str | None = None,
     ) -> None:
         if not isinstance(image, str) or not image:
             raise ValueError("image: give an image name, e.g. 'openenv-train/echo-env:latest'")
@@ -97,6 +106,10 @@ class ContainerProvider(Provider):
         self.name = name or f"{NAME_PREFIX}-{self.run_id}-{uuid.uuid4().hex[:6]}"
         ce.name_filter(self.name)  # a name both engines accept, or ValueError
         self.env = dict(env or {})
+        if token is None and TOKEN_ENV in self.env:
+            token = self.env[TOKEN_ENV]
+        #: the bearer token the server requires (None: none, as on a loopback-only port)
+        self.token = check_token(token, "token") if token is not None else None
         self.user, self.mem_limit, self.pids_limit, self.cpus = user, mem_limit, pids_limit, cpus
         self.tmpfs_size, self.network = tmpfs_size, network
         self.startup_timeout, self.log_lines = float(startup_timeout), log_lines
@@ -110,11 +123,18 @@ class ContainerProvider(Provider):
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
+    def use_own_token(self) -> None:
+        """Give this container a fresh token of its own unless one was chosen (before start)."""
+        if self.token is None:
+            self.token = secrets.token_urlsafe(32)
+
     def stop(self) -> None:
         """Kill and remove the container, then verify it is gone. Idempotent.
 
         An unreachable engine or a container still listed raises ``EngineError``.
         """
+        if self.base_url is not None:
+            forget_server_token(self.base_url)
         fin, self._finalizer, self.base_url = self._finalizer, None, None
         relay, self._relay = self._relay, None
         if relay is not None:
@@ -166,6 +186,7 @@ class ContainerProvider(Provider):
                 "PYTHONUNBUFFERED": "1",
                 "OPENENV_TRAIN_QUOTA_EXEMPT_GATEWAY": "1",
                 **self.env,
+                **({TOKEN_ENV: self.token} if self.token is not None else {}),
             },
             "ports": [self.container_port],
             "stop_signal": "SIGKILL",
@@ -237,12 +258,17 @@ class ContainerProvider(Provider):
             except OSError as e:
                 self._fail(f"cannot be reached from the host: {e}")
             self._relay = relay
-            self.base_url = f"http://127.0.0.1:{port}"
+            self._serving_at(f"http://127.0.0.1:{port}")
             return
         port = next((p for _, p in ce.published_ports(attrs) if p), None)
         if port is None:
             self._fail("has no published port")
-        self.base_url = f"http://127.0.0.1:{port}"
+        self._serving_at(f"http://127.0.0.1:{port}")
+
+    def _serving_at(self, base_url: str) -> None:
+        self.base_url = base_url
+        if self.token is not None:
+            register_server_token(base_url, self.token)
 
     def wait_healthy(self) -> None:
         """Poll ``GET /health``; on exit or timeout stop and raise with logs and exit code."""

@@ -196,7 +196,10 @@ class EnvPool:
         return h is not None and not h.get("active_sessions")
 
     def _grow(self) -> concurrent.futures.Future[None]:
-        slot = _Slot(self.factory())
+        provider = self.factory()
+        if self.max_size > 1 and hasattr(provider, "use_own_token"):
+            provider.use_own_token()  # containers of one pool cannot open sessions on each other
+        slot = _Slot(provider)
         self._slots.append(slot)
 
         def start() -> None:

@@ -16,13 +16,20 @@ RUNTIMES = ("local", "docker", "podman", "ray")
 
 
 def start_container_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
-    """Start ``n`` containers of ``image`` in parallel (one run id); stops all on any failure."""
+    """Start ``n`` containers of ``image`` in parallel (one run id); stops all on any failure.
+
+    With n > 1 each container requires a token of its own (unless ``token=`` or
+    ``env={"OPENENV_TRAIN_TOKEN": ...}`` chose one for all), so containers sharing a network
+    cannot open sessions on each other's servers; this process's clients use it by URL."""
     if not (isinstance(n, int) and n >= 1):
         raise ValueError(f"n must be an int >= 1, got {n!r}")
     run_id = options.pop("run_id", None) or uuid.uuid4().hex[:12]
     group = ServerGroup(
         ContainerProvider(image, app=app, run_id=run_id, **options) for _ in range(n)
     )
+    if n > 1:
+        for provider in group:
+            provider.use_own_token()
     return start_group(group, parallel_spawn=True)
 
 

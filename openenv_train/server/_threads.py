@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -245,3 +245,26 @@ def default_runner() -> ThreadRunner:
 async def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run sync code in the shared pool; the event loop never executes it."""
     return await default_runner().run(fn, *args, **kwargs)
+
+
+def run_coro_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code, even when this thread runs an event loop
+    (then in a short-lived thread with its own loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="openenv-train-sync-call", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

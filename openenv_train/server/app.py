@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from fastapi import Body, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 from starlette.routing import WebSocketRoute
 
 from ..core.auth import check_token, token_from_env
@@ -31,12 +31,13 @@ from ..core.wire import observation_json, parse_action, state_json
 from ._threads import run_sync
 from .calls import build_env, calls_for
 from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
-from .environment import NoEpisodeError
+from .environment import Environment, NoEpisodeError
 from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
 from .lograte import LimitedWarning
 from .mcp_streamable import StreamableMcp
+from .mcp_ws import McpWebSocket
 from .sessions import FactoryError, SessionManager, factory_name
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
@@ -55,13 +56,21 @@ HTTP_NO_EPISODE = (
 )
 
 
+def _digits_to_int(value: Any) -> Any:
+    """A numeric string seed (``"5"``) is the number, as OpenEnv's ``ResetRequest`` reads it;
+    floats, booleans and other strings stay refused."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
 class ResetRequest(BaseModel):
     """Body of ``POST /reset`` and ``data`` of a ``reset`` frame; extra keys go to ``reset()``."""
 
     model_config = ConfigDict(extra="allow")
 
-    seed: Annotated[int, Strict()] | None = Field(
-        default=None, ge=0, description="Seed for a reproducible episode"
+    seed: Annotated[int, BeforeValidator(_digits_to_int), Strict()] | None = Field(
+        default=None, ge=0, description='Seed for a reproducible episode ("5" is read as 5)'
     )
     episode_id: str | None = Field(default=None, max_length=255)
 
@@ -136,7 +145,7 @@ def _check_args(
 ) -> None:
     if not callable(env_factory):
         raise TypeError(
-            f"env_factory must be a class or a zero-argument callable that builds an env, got an "
+            f"env (create_app's first argument) must be a class or a zero-argument callable that builds an env, got an "
             f"instance of {type(env_factory).__name__}; pass the class (MyEnv), not MyEnv()"
         )
     for arg, value, base in (
@@ -157,7 +166,7 @@ def _check_args(
 
 
 def create_app(
-    env_factory: Callable[[], Any],
+    env: Callable[[], Any],
     action_cls: type[Action],
     observation_cls: type[Observation],
     state_cls: type[State] = State,
@@ -170,8 +179,10 @@ def create_app(
     token: str | None = None,
     web: bool | None = None,
     web_renderer: str | Path | None = None,
+    env_name: str | None = None,
+    max_concurrent_envs: int | None = None,
 ) -> FastAPI:
-    """Serve ``env_factory``'s envs; one env instance per WebSocket (or ``/mcp``) session.
+    """Serve ``env``'s envs (a class or factory); one env instance per WebSocket (or ``/mcp``) session.
 
     ``mode``: ``"simulation"`` (default) or ``"production"`` (no HTTP /reset, /step, /state);
     when None, the ``OPENENV_MODE`` environment variable decides. ``session_timeout``: seconds
@@ -183,7 +194,13 @@ def create_app(
     ``web``: serve the playground page at ``/web`` (behind the same gate; default: the
     ``OPENENV_TRAIN_WEB`` variable, which ``openenv-train serve`` sets on loopback; else off).
     ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
+    OpenEnv's keywords work too, so an OpenEnv env's ``app.py`` runs with its imports changed:
+    ``env`` is the first argument's name, ``env_name`` names the server (its title and MCP server
+    name), ``max_concurrent_envs`` is ``max_sessions``.
     """
+    env_factory = env  # OpenEnv's name for the first argument, so create_app(env=...) works too
+    if max_concurrent_envs is not None:
+        max_sessions = max_concurrent_envs
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")
@@ -212,7 +229,7 @@ def create_app(
         yield
         await manager.shutdown()
 
-    name = factory_name(env_factory)
+    name = env_name or factory_name(env_factory)
     streamable = StreamableMcp(manager, mcp, name)
     app = EnvApp(
         title=f"{name} (openenv-train env server)",
@@ -226,6 +243,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.state.mode = resolved_mode
     app.router.routes.append(WebSocketRoute("/ws", endpoint))
+    app.router.routes.append(WebSocketRoute("/mcp", McpWebSocket(manager, mcp, limits)))
 
     @app.get("/health", tags=["Health"])
     async def health() -> Any:
@@ -328,10 +346,12 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
     describe = getattr(env_factory, "describe", None)
-    if inspect.isclass(env_factory) and callable(describe):
+    if inspect.isclass(env_factory) and callable(describe) and not _own_get_metadata(env_factory):
         return describe()
     env = await build_env(env_factory)
     try:
+        if _own_get_metadata(type(env)):  # OpenEnv's per-instance hook, when the env defines one
+            return await run_sync(env.get_metadata)
         describe = getattr(type(env), "describe", None)
         if callable(describe):
             return describe()
@@ -339,6 +359,12 @@ async def _describe(env_factory: Callable[[], Any]) -> EnvironmentMetadata:
         return EnvironmentMetadata(name=type(env).__name__, description=doc.split("\n\n")[0])
     finally:
         await calls_for(env).close(env)
+
+
+def _own_get_metadata(cls: type) -> bool:
+    """Whether ``cls`` defines OpenEnv's ``get_metadata()`` itself (not our base class's)."""
+    fn = getattr(cls, "get_metadata", None)
+    return callable(fn) and fn is not getattr(Environment, "get_metadata", None)
 
 
 def _add_simulation_routes(

@@ -60,6 +60,12 @@ class EnvCalls:
             raise TypeError(
                 f"{env_cls.__name__} is not an environment: it needs reset() and step() methods"
             )
+        # OpenEnv's envs may pair a plain ``step`` with an async ``step_async`` (the MCP base
+        # class does): the server awaits the async variant on the loop when the class has one.
+        self.reset_name = _async_variant(env_cls, "reset")
+        self.step_name = _async_variant(env_cls, "step")
+        reset = getattr(env_cls, self.reset_name)
+        step = getattr(env_cls, self.step_name)
         self.reset_async = _is_coro(reset)
         self.reset_kwargs = _accepted(reset)
         self.step_async = _is_coro(step)
@@ -106,7 +112,7 @@ class EnvCalls:
     async def reset(self, env: Any, kwargs: dict[str, Any]) -> Observation:
         kw = self._filter(kwargs, self.reset_kwargs)
         if self.reset_async:
-            obs = await env.reset(**kw)
+            obs = await getattr(env, self.reset_name)(**kw)
         elif self.inline:
             obs = self._inline(env.reset, **kw)
         else:
@@ -120,7 +126,7 @@ class EnvCalls:
     ) -> Observation:
         kw = self._filter(kwargs, self.step_kwargs) if kwargs else {}
         if self.step_async:
-            obs = await env.step(action, **kw)
+            obs = await getattr(env, self.step_name)(action, **kw)
         elif self.inline:
             obs = self._inline(env.step, action, **kw)
         else:
@@ -159,6 +165,26 @@ class EnvCalls:
             res = await run_sync(env.close)
             if inspect.isawaitable(res):
                 await res
+
+
+def _async_variant(env_cls: type, name: str) -> str:
+    """``name``, or ``<name>_async`` when ``name`` is a plain method and the class overrides
+    ``<name>_async`` with a coroutine at least as far down its hierarchy (OpenEnv's pairing; the
+    base class's default variant just calls ``name``). A subclass that overrides only the plain
+    method keeps it: the most derived override wins."""
+    if _is_coro(getattr(env_cls, name)):
+        return name
+    variant = f"{name}_async"
+    if not _is_coro(getattr(env_cls, variant, None)):
+        return name
+    from .environment import Environment
+
+    if getattr(env_cls, variant) is getattr(Environment, variant):
+        return name
+    mro = env_cls.__mro__
+    plain_at = next(i for i, k in enumerate(mro) if name in vars(k))
+    variant_at = next(i for i, k in enumerate(mro) if variant in vars(k))
+    return variant if variant_at <= plain_at else name
 
 
 def _check_obs(obs: Any, method: str) -> Observation:

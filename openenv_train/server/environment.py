@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Generic
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic
 
 from ..core.models import ActT, EnvironmentMetadata, ObsT, State, StateT
+
+if TYPE_CHECKING:
+    from ..core.rubrics import Rubric
 
 
 class NoEpisodeError(RuntimeError):
@@ -15,6 +19,14 @@ class NoEpisodeError(RuntimeError):
     ``/step``, where every request gets a fresh env that no ``/reset`` started, it becomes a 409
     that points the client to the ``/ws`` or ``/mcp`` sessions.
     """
+
+
+class Transform(ABC, Generic[ObsT]):
+    """Rewrites an observation (adds a reward, a metric, a formatted prompt): OpenEnv's
+    TorchRL-style transform. An env applies its own with ``self._apply_transform(obs)``."""
+
+    @abstractmethod
+    def __call__(self, observation: ObsT) -> ObsT: ...
 
 
 class Environment(Generic[ActT, ObsT, StateT]):
@@ -37,7 +49,22 @@ class Environment(Generic[ActT, ObsT, StateT]):
     exception raised by a method comes back as ``EXECUTION_ERROR`` with its message. Raise
     ``NoEpisodeError`` from ``step`` when there is no game to step, so that HTTP clients get a
     409 that says so.
+
+    Rewards and transforms (OpenEnv's semantics): ``Environment.__init__(transform=None,
+    rubric=None)`` stores them; the env applies them where it chooses, with
+    ``observation.reward = self._apply_rubric(action, observation)`` in ``step``,
+    ``self._reset_rubric()`` in ``reset`` and ``self._apply_transform(observation)``. The server
+    never applies them behind the env's back. Calling ``super().__init__()`` is optional: both
+    default to ``None``.
+
+    OpenEnv's ``reset_async``/``step_async`` exist too; the server uses an overridden
+    ``step_async`` (or ``reset_async``) when ``step`` (``reset``) itself is a plain ``def``.
     """
+
+    #: Applied by the env through :meth:`_apply_transform`; ``None`` leaves observations as they are.
+    transform: Transform[Any] | None = None
+    #: Scores steps through :meth:`_apply_rubric`; training code may inspect it (``named_rubrics``).
+    rubric: Rubric | None = None
 
     #: Shown at ``GET /metadata``; defaults to the class name and docstring.
     metadata: EnvironmentMetadata | None = None
@@ -49,11 +76,59 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms. Leave False when in doubt.
     inline_sync_calls: bool = False
 
+    def __init__(
+        self, transform: Transform[Any] | None = None, rubric: Rubric | None = None
+    ) -> None:
+        self.transform = transform
+        self.rubric = rubric
+
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:
         raise NotImplementedError(f"{type(self).__name__} must implement reset()")
 
     def step(self, action: ActT, **kwargs: Any) -> ObsT:
         raise NotImplementedError(f"{type(self).__name__} must implement step()")
+
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ObsT:
+        """OpenEnv's async ``reset``: by default the plain ``reset`` (awaited if it is async)."""
+        obs = self.reset(seed=seed, episode_id=episode_id, **kwargs)
+        return await obs if inspect.isawaitable(obs) else obs
+
+    async def step_async(self, action: ActT, **kwargs: Any) -> ObsT:
+        """OpenEnv's async ``step``: by default the plain ``step`` (awaited if it is async)."""
+        obs = self.step(action, **kwargs)
+        return await obs if inspect.isawaitable(obs) else obs
+
+    # ---- OpenEnv's reward and transform helpers -------------------------------------------
+
+    def _apply_transform(self, observation: ObsT) -> ObsT:
+        """``observation`` through ``self.transform`` (unchanged when there is none)."""
+        return self.transform(observation) if self.transform is not None else observation
+
+    def _apply_rubric(self, action: ActT, observation: ObsT) -> Any:
+        """The rubric's score for this step, 0.0 without a rubric. An async rubric returns an
+        awaitable here: use :meth:`_apply_rubric_async` from async code."""
+        return self.rubric(action, observation) if self.rubric is not None else 0.0
+
+    async def _apply_rubric_async(self, action: ActT, observation: ObsT) -> float:
+        """The rubric's score for this step, awaited when the rubric (or a child) is async."""
+        score = self._apply_rubric(action, observation)
+        return await score if inspect.isawaitable(score) else score
+
+    def _reset_rubric(self) -> None:
+        """Clear the rubric's per-episode state (a trajectory rubric's record); call in ``reset``."""
+        if self.rubric is not None:
+            self.rubric.reset()
+
+    async def _reset_rubric_async(self) -> None:
+        """:meth:`_reset_rubric` for async envs; awaits a rubric's own ``reset_async`` if it has one."""
+        if self.rubric is None:
+            return
+        reset = getattr(self.rubric, "reset_async", None)
+        out = reset() if callable(reset) else self.rubric.reset()
+        if inspect.isawaitable(out):
+            await out
 
     def state(self) -> StateT:
         """The current episode state. (OpenEnv uses a property; both are accepted by the server.)"""
@@ -61,6 +136,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
 
     def close(self) -> None:
         """Release resources held by this session's env."""
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """OpenEnv's metadata hook; override it (or set ``metadata``) to change ``/metadata``."""
+        return type(self).describe()
 
     @classmethod
     def describe(cls) -> EnvironmentMetadata:

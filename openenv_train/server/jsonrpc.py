@@ -1,9 +1,14 @@
 """JSON-RPC 2.0 for ``POST /mcp`` and ``{"type": "mcp"}`` frames on ``/ws``.
 
 Methods (as OpenEnv 0.10): ``tools/list``, ``tools/call`` (optional ``session_id``; without one
-the call runs on a throw-away env), ``openenv/session/create``, ``openenv/session/close``. Tools
-are reached through the env's ``step`` with ``ListToolsAction``/``CallToolAction`` so an env's
-own bookkeeping (step counts, rewards) sees every call whatever the transport.
+the call runs on a throw-away env), ``openenv/session/create``, ``openenv/session/close``.
+
+On ``/mcp`` (HTTP and WebSocket) an ``MCPEnvironment``'s tools are called directly, as OpenEnv
+does: no step is counted, no ``on_tool_result`` reward, and a session-less call needs no
+``reset``. ``{"type": "mcp"}`` frames on ``/ws`` go through the env's ``step`` instead, so a
+training episode's step counts and rewards see every tool call (our deliberate difference).
+Envs that are not ``MCPEnvironment`` but take the MCP actions are always reached through
+``step``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ..core.models import Action
 from ..core.wire import dumps
 from .calls import build_env, calls_for
 from .encoding import bounded_text
+from .mcp import MCPEnvironment
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
 
 log = logging.getLogger("openenv_train.server")
@@ -54,6 +60,8 @@ def rpc_result(result: Any, req_id: Any) -> dict[str, Any]:
 def tool_result(obs: CallToolObservation) -> dict[str, Any]:
     """An MCP ``CallToolResult``; ``data`` carries the raw value (OpenEnv's client reads it)."""
     value = obs.result
+    if _is_fastmcp_result(value):
+        return _fastmcp_result(value, obs)
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json")
     text = value if isinstance(value, str) else _to_text(value)
@@ -70,6 +78,24 @@ def _to_text(value: Any) -> str:
     return dumps(value)
 
 
+def _is_fastmcp_result(value: Any) -> bool:
+    return hasattr(value, "content") and hasattr(value, "is_error") and hasattr(value, "data")
+
+
+def _fastmcp_result(value: Any, obs: CallToolObservation) -> dict[str, Any]:
+    """A FastMCP client's ``CallToolResult`` (a FastMCP-declared tool's answer) on the wire."""
+    from pydantic_core import to_jsonable_python
+
+    content = [to_jsonable_python(c, fallback=str) for c in value.content]
+    return {
+        "content": content,
+        "structuredContent": to_jsonable_python(value.structured_content, fallback=str),
+        "isError": bool(value.is_error),
+        "data": to_jsonable_python(value.data, fallback=str),
+        "_meta": {"reward": obs.reward, "done": obs.done},
+    }
+
+
 class McpHandler:
     """Dispatches one JSON-RPC request against a session env or a throw-away env."""
 
@@ -78,9 +104,17 @@ class McpHandler:
         self.mcp_actions = action_cls is Action or action_cls in MCP_ACTION_TYPES.values()
 
     async def handle(
-        self, req: Any, ws_session: Session | None = None, client: str | None = None
+        self,
+        req: Any,
+        ws_session: Session | None = None,
+        client: str | None = None,
+        *,
+        direct: bool = True,
     ) -> dict[str, Any]:
-        """Answer one request; ``client`` (the peer address) is charged for sessions it creates."""
+        """Answer one request; ``client`` (the peer address) is charged for sessions it creates.
+
+        ``direct``: call an ``MCPEnvironment``'s tools without a step (``/mcp``); False routes
+        them through ``step`` (``/ws`` frames)."""
         if not isinstance(req, dict):
             return rpc_error(JsonRpcCode.INVALID_REQUEST, "Invalid request: expected a JSON object")
         req_id = req.get("id")
@@ -123,7 +157,7 @@ class McpHandler:
             if method == "openenv/session/close":
                 return await self._session_close(params, req_id, ws_session)
             if method in ("tools/list", "tools/call"):
-                return await self._tools(method, params, req_id, ws_session)
+                return await self._tools(method, params, req_id, ws_session, direct)
             return rpc_error(
                 JsonRpcCode.METHOD_NOT_FOUND, f"Method not found: {bounded_text(method)}", req_id
             )
@@ -177,7 +211,12 @@ class McpHandler:
         return rpc_result({"session_id": sid, "closed": True}, req_id)
 
     async def _tools(
-        self, method: str, params: dict, req_id: Any, ws_session: Session | None
+        self,
+        method: str,
+        params: dict,
+        req_id: Any,
+        ws_session: Session | None,
+        direct: bool = True,
     ) -> dict[str, Any]:
         if method == "tools/call":
             name = params.get("name")
@@ -209,12 +248,12 @@ class McpHandler:
                     JsonRpcCode.INTERNAL_ERROR, "Environment does not support MCP", req_id
                 )
             if session is ws_session:  # the /ws frame handler already holds the session lock
-                obs = await session.calls.step(session.env, action)
+                obs = await _run(session.env, action, direct)
             else:
                 session.enter()
                 try:
                     async with session.lock:
-                        obs = await session.calls.step(session.env, action)
+                        obs = await _run(session.env, action, direct)
                 finally:
                     session.busy -= 1
                     session.touch()
@@ -225,7 +264,7 @@ class McpHandler:
                     return rpc_error(
                         JsonRpcCode.INTERNAL_ERROR, "Environment does not support MCP", req_id
                     )
-                obs = await calls_for(env).step(env, action)
+                obs = await _run(env, action, direct)
             finally:
                 try:
                     await calls_for(env).close(env)
@@ -234,8 +273,6 @@ class McpHandler:
         return self._tool_reply(method, obs, req_id)
 
     def _supports_mcp(self, env: Any) -> bool:
-        from .mcp import MCPEnvironment
-
         return isinstance(env, MCPEnvironment) or self.mcp_actions
 
     @staticmethod
@@ -268,3 +305,14 @@ class McpHandler:
             data = {"error_type": obs.error.error_type.value, "tool_name": obs.tool_name}
             return rpc_error(code, obs.error.message, req_id, data)
         return rpc_result(tool_result(obs), req_id)
+
+
+async def _run(env: Any, action: Action, direct: bool) -> Any:
+    """One MCP action on ``env``: the tool itself when ``direct`` (and the env is an
+    ``MCPEnvironment``), else the env's ``step``."""
+    if direct and isinstance(env, MCPEnvironment):
+        if isinstance(action, ListToolsAction):
+            return ListToolsObservation(tools=await env.list_tools_async())
+        assert isinstance(action, CallToolAction)
+        return await env.invoke_tool(action.tool_name, action.arguments)
+    return await calls_for(env).step(env, action)

@@ -1,22 +1,25 @@
-"""``MCPEnvironment``: an env whose actions are MCP tool calls, declared with ``@tool``.
+"""``MCPEnvironment``: an env whose actions are MCP tool calls.
 
-Tools come from plain methods: the name from the method, the description from its docstring,
-the input schema from its signature and type hints (a pydantic model per tool, built once at
-class definition). A bad tool (reserved name, missing type hint) fails at class definition, not
-at the first call. A bad *call* (unknown tool, wrong arguments, the tool raising) becomes a
-``CallToolObservation`` with a ``ToolError``, never a crashed session.
+Tools come from any of three places, listed and called alike:
+
+- ``@tool`` methods of the class (schemas built once at class definition);
+- a FastMCP server passed to ``__init__`` (OpenEnv's ``MCPEnvironment(FastMCP(...))``);
+- ``self.tool(mode=...)`` registrations, visible only in that mode (``self._mode``).
+
+``step``/``reset`` are plain methods that return observations, as in OpenEnv; the server awaits
+``step_async``, which runs the same logic on its event loop. A bad *call* (unknown tool, wrong
+arguments, the tool raising) becomes a ``CallToolObservation`` with a ``ToolError``, never a
+crashed session.
 """
 
 from __future__ import annotations
 
 import inspect
-import re
-import typing
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import ValidationError
 
 from ..core.mcp import (
     RESERVED_TOOL_NAMES,
@@ -29,141 +32,40 @@ from ..core.mcp import (
     ToolErrorType,
 )
 from ..core.models import Action, Observation
-from ._threads import run_sync
+from ._threads import run_coro_sync, run_sync
 from .encoding import bounded_text, describe_errors
 from .environment import Environment
+from .fastmcp_bridge import FastMCPSession, check_tool_names, server_tools
+from .mcp_tools import TOOL_ATTR, ToolMark, ToolSpec, build_spec, tool
 
-_TOOL_ATTR = "__openenv_tool__"
+__all__ = ["VALID_MODES", "MCPEnvironment", "ToolSpec", "tool"]
 
-
-@dataclass(frozen=True)
-class _ToolMark:
-    name: str | None
-    description: str | None
-
-
-@dataclass
-class ToolSpec:
-    """A tool bound to its method: schema, argument model and how to call it."""
-
-    name: str
-    description: str
-    method_name: str
-    args_model: type[BaseModel]
-    is_async: bool
-    tool: Tool
-
-
-def tool(
-    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
-) -> Any:
-    """Mark a method of an ``MCPEnvironment`` as an MCP tool (``@tool`` or ``@tool(name=...)``)."""
-
-    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        if not callable(f):
-            raise TypeError(f"@tool needs a function, got {type(f).__name__}")
-        setattr(f, _TOOL_ATTR, _ToolMark(name, description))
-        return f
-
-    return mark(fn) if fn is not None else mark
-
-
-_ARGS_RE = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$", re.IGNORECASE)
-_SECTION_RE = re.compile(r"^\s*(Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$", re.IGNORECASE)
-_PARAM_RE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """Summary (text before the first section) and Google-style ``Args:`` descriptions."""
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    section = "summary"
-    current: str | None = None
-    indent: int | None = None
-    for line in doc.splitlines():
-        if _ARGS_RE.match(line):
-            section, current, indent = "args", None, None
-            continue
-        if _SECTION_RE.match(line):
-            section, current = "other", None
-            continue
-        if section == "summary":
-            summary.append(line)
-            continue
-        if section != "args" or not line.strip():
-            continue
-        depth = len(line) - len(line.lstrip())
-        m = _PARAM_RE.match(line)
-        if m and (indent is None or depth <= indent):
-            indent = depth
-            current = m.group(1).lstrip("*")
-            params[current] = m.group(3).strip()
-        elif current is not None:
-            params[current] = (params[current] + " " + line.strip()).strip()
-    return "\n".join(summary).strip(), params
-
-
-def _build_spec(owner: type, method_name: str, fn: Callable[..., Any], mark: _ToolMark) -> ToolSpec:
-    name = mark.name or fn.__name__
-    where = f"{owner.__name__}.{method_name}"
-    if name in RESERVED_TOOL_NAMES:
-        raise TypeError(
-            f"{where}: tool name {name!r} is reserved ({sorted(RESERVED_TOOL_NAMES)}); "
-            "rename the method or pass @tool(name=...)"
-        )
-    summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise TypeError(f"{where}: cannot resolve type hints for tool {name!r}: {exc}") from exc
-    fields: dict[str, Any] = {}
-    params = list(inspect.signature(fn).parameters.values())[1:]  # drop self
-    for p in params:
-        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(
-                f"{where}: tool {name!r} may not take *args/**kwargs; list each argument"
-            )
-        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise TypeError(
-                f"{where}: tool {name!r} argument {p.name!r} must not be positional-only"
-            )
-        if p.name not in hints:
-            raise TypeError(f"{where}: tool {name!r} argument {p.name!r} needs a type hint")
-        default = ... if p.default is inspect.Parameter.empty else p.default
-        fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
-    model = create_model(  # type: ignore[call-overload]
-        f"{owner.__name__}_{name}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    description = mark.description if mark.description is not None else summary
-    return ToolSpec(
-        name=name,
-        description=description,
-        method_name=method_name,
-        args_model=model,
-        is_async=inspect.iscoroutinefunction(fn),
-        tool=Tool(name=name, description=description, input_schema=schema),
-    )
+#: The modes a tool may be registered for with ``self.tool(mode=...)`` (OpenEnv's).
+VALID_MODES = frozenset({"production", "simulation"})
 
 
 class MCPEnvironment(Environment[Action, Observation, Any]):
-    """Base class for tool-calling envs. Decorate methods with ``@tool``; implement ``reset``.
+    """Base class for tool-calling envs: ``@tool`` methods, a FastMCP server, or both.
 
     ``step`` answers ``ListToolsAction`` and ``CallToolAction``; any other action goes to
-    :meth:`handle_action`. Override :meth:`on_tool_result` to set reward/done after a call.
+    ``_step_impl`` (OpenEnv's name) or :meth:`handle_action`. Override :meth:`on_tool_result`
+    to set reward/done after a call made through ``step``.
     """
 
     _tools: dict[str, ToolSpec] = {}
+    #: The FastMCP server given to ``__init__`` (None for ``@tool``-only envs).
+    mcp_server: Any = None
+    #: This env's mode for mode-aware tools; set it in ``__init__`` (OpenEnv reads ``_mode``).
+    _mode: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         tools: dict[str, ToolSpec] = {}
         for klass in reversed(cls.__mro__):
             for attr, value in vars(klass).items():
-                mark = getattr(value, _TOOL_ATTR, None)
-                if isinstance(mark, _ToolMark):
-                    spec = _build_spec(cls, attr, value, mark)
+                mark = getattr(value, TOOL_ATTR, None)
+                if isinstance(mark, ToolMark):
+                    spec = build_spec(cls, attr, value, mark)
                     for other in list(tools.values()):  # an override replaces its parent's tool
                         if other.method_name == attr:
                             del tools[other.name]
@@ -175,56 +77,167 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
                     tools[spec.name] = spec
         cls._tools = tools
 
-    # ---- tool API -------------------------------------------------------------------------
+    def __init__(self, mcp_server: Any = None, transform: Any = None, rubric: Any = None) -> None:
+        """``mcp_server``: a FastMCP server whose tools this env serves (``ValueError`` if one
+        uses a reserved name). Subclasses with ``@tool`` methods only need not call this."""
+        super().__init__(transform=transform, rubric=rubric)
+        self._mode_registry()
+        if mcp_server is not None:
+            check_tool_names(mcp_server)
+            self.mcp_server = mcp_server
+            self._fastmcp = FastMCPSession(mcp_server)
 
-    @classmethod
-    def tool_specs(cls) -> dict[str, ToolSpec]:
-        return dict(cls._tools)
+    @property
+    def mcp_client(self) -> Any:
+        """The FastMCP client of the server given to ``__init__`` (None without one)."""
+        session = self.__dict__.get("_fastmcp")
+        return session.client if session is not None else None
+
+    @asynccontextmanager
+    async def mcp_session(self) -> AsyncIterator[Any]:
+        """OpenEnv's ``async with env.mcp_session() as client``: the FastMCP client, connected
+        (re-entrant: nested uses share one connection)."""
+        client = self.mcp_client
+        if client is None:
+            raise RuntimeError(
+                "MCP client is not available: this env has no FastMCP server, or it is closed"
+            )
+        async with client:
+            yield client
+
+    # ---- mode-aware tools -----------------------------------------------------------------
+
+    def _mode_registry(self) -> dict[str, dict[str | None, tuple[Callable[..., Any], ToolSpec]]]:
+        return self.__dict__.setdefault("_mode_tools", {})
+
+    def tool(self, mode: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a function as a tool, for one mode (``"production"``/``"simulation"``) or,
+        with ``mode=None``, for all (OpenEnv's ``@self.tool(mode=...)``)."""
+        if mode is not None and mode not in VALID_MODES:
+            raise ValueError(
+                f"Invalid mode {mode!r}. Mode must be 'production', 'simulation', or None."
+            )
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if fn.__name__ in RESERVED_TOOL_NAMES:
+                raise ValueError(
+                    f"Tool name {fn.__name__!r} is reserved and cannot be used. Reserved names "
+                    f"are: {sorted(RESERVED_TOOL_NAMES)}"
+                )
+            spec = build_spec(type(self), fn.__name__, fn, ToolMark(None, None), bound=False)
+            if spec.description == "" and fn.__doc__:
+                spec.description = fn.__doc__.strip()
+            if mode is None and self.mcp_server is not None:
+                self.mcp_server.tool()(fn)
+            self._mode_registry().setdefault(fn.__name__, {})[mode] = (fn, spec)
+            return fn
+
+        return register
+
+    def _mode_tool(self, name: str) -> tuple[Callable[..., Any], ToolSpec] | None | bool:
+        """The registration visible now; False when ``name`` exists only for other modes."""
+        by_mode = self._mode_registry().get(name)
+        if not by_mode:
+            return None
+        if None in by_mode:
+            return by_mode[None]
+        return by_mode.get(self._mode, False)
+
+    # ---- listing and calling --------------------------------------------------------------
 
     def list_tools(self) -> list[Tool]:
-        """The tools this env offers, as MCP ``Tool`` records."""
-        return [spec.tool for spec in self._tools.values()]
+        """The tools this env offers now, as MCP ``Tool`` records."""
+        if self.mcp_server is None:
+            return self._own_tools([])
+        return run_coro_sync(self.list_tools_async())
+
+    async def list_tools_async(self) -> list[Tool]:
+        served = await self._fastmcp.list_tools() if self.mcp_server is not None else []
+        return self._own_tools(served)
+
+    def _own_tools(self, served: list[Tool]) -> list[Tool]:
+        registry = self._mode_registry()
+        tools = [spec.tool for spec in self._tools.values()]
+        tools += [t for t in served if t.name not in registry and t.name not in self._tools]
+        for name in registry:
+            found = self._mode_tool(name)
+            if found:
+                tools.append(found[1].tool)  # type: ignore[index]
+        return tools
+
+    async def invoke_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> CallToolObservation:
+        """Run one tool with no step bookkeeping (no ``on_tool_result``): what ``/mcp``'s
+        ``tools/call`` does, as OpenEnv's server calls the tool directly."""
+        return await self._run_tool(name, arguments or {}, timeout_s, hold=True)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None
+        self, name: str, arguments: dict[str, Any] | None = None, timeout_s: float | None = None
     ) -> CallToolObservation:
-        """Validate arguments and run one tool; errors come back inside the observation."""
-        spec = self._tools.get(name)
-        if spec is None:  # the name is the client's input: echo a bounded prefix only
-            known = ", ".join(sorted(self._tools)) or "none"
-            shown = bounded_text(str(name))
-            return self._tool_error(
-                shown,
+        """Run one tool as a step does: the call, then :meth:`on_tool_result` on success."""
+        obs = await self._run_tool(name, arguments or {}, timeout_s, hold=True)
+        return await self._after_tool(obs)
+
+    async def _run_tool(
+        self, name: str, arguments: dict[str, Any], timeout_s: float | None, *, hold: bool
+    ) -> CallToolObservation:
+        found = self._mode_tool(name) if self.__dict__.get("_mode_tools") else None
+        if found is False:
+            return _tool_error(
+                name,
                 ToolErrorType.TOOL_NOT_FOUND,
-                f"Unknown tool {shown!r}; available tools: {known}",
+                f"Tool {bounded_text(name)!r} not available in {self._mode} mode",
             )
+        if found:
+            fn, spec = found  # type: ignore[misc]
+            return await self._run_spec(spec, fn, arguments)
+        spec = self._tools.get(name)
+        if spec is not None:
+            return await self._run_spec(spec, getattr(self, spec.method_name), arguments)
+        if self.mcp_server is not None:
+            return await self._fastmcp.call_tool(name, arguments, timeout_s, hold=hold)
+        shown = bounded_text(str(name))  # the name is the client's input: echo a bounded prefix
+        known = ", ".join(sorted(t.name for t in self._own_tools([]))) or "none"
+        return _tool_error(
+            shown, ToolErrorType.TOOL_NOT_FOUND, f"Unknown tool {shown!r}; available tools: {known}"
+        )
+
+    async def _run_spec(
+        self, spec: ToolSpec, fn: Callable[..., Any], arguments: dict[str, Any]
+    ) -> CallToolObservation:
+        name = spec.name
         try:
-            parsed = spec.args_model.model_validate(arguments or {})
+            parsed = spec.args_model.model_validate(arguments)
         except ValidationError as exc:
             errs = [{"loc": e["loc"], "msg": e["msg"]} for e in exc.errors()]
-            return self._tool_error(
+            return _tool_error(
                 name,
                 ToolErrorType.INVALID_ARGS,
                 f"Invalid arguments for tool {name!r}: {describe_errors(errs)}",
             )
         kwargs = {k: getattr(parsed, k) for k in spec.args_model.model_fields}
-        method = getattr(self, spec.method_name)
         try:
             if spec.is_async:
-                result = await method(**kwargs)
+                result = await fn(**kwargs)
             else:
-                result = await run_sync(method, **kwargs)
+                result = await run_sync(fn, **kwargs)
         except Exception as exc:
-            return self._tool_error(
+            return _tool_error(
                 name,
                 ToolErrorType.EXECUTION_ERROR,
                 bounded_text(f"{type(exc).__name__}: {exc}", 2000),
             )
         if isinstance(result, CallToolObservation):
             return result
-        obs = CallToolObservation(tool_name=name, result=result)
+        return CallToolObservation(tool_name=name, result=result)
+
+    async def _after_tool(self, obs: CallToolObservation) -> CallToolObservation:
         hook = self.on_tool_result
-        if getattr(hook, "__func__", None) is MCPEnvironment.on_tool_result:
+        if (
+            obs.error is not None
+            or getattr(hook, "__func__", None) is MCPEnvironment.on_tool_result
+        ):
             return obs
         if inspect.iscoroutinefunction(hook):
             return await hook(obs)
@@ -236,34 +249,124 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
             out = await out
         return out
 
-    @staticmethod
-    def _tool_error(name: str, kind: ToolErrorType, message: str) -> CallToolObservation:
-        return CallToolObservation(
-            tool_name=name, error=ToolError(error_type=kind, message=message)
-        )
-
     def on_tool_result(self, observation: CallToolObservation) -> CallToolObservation:
-        """Hook after a successful tool call: set ``reward``/``done`` here. Default: unchanged.
+        """Hook after a successful tool call made through ``step``: set ``reward``/``done`` here.
 
         May be ``async def``; a plain method runs in a worker thread like other sync env code.
         """
         return observation
 
+    # ---- code mode ------------------------------------------------------------------------
+
+    @property
+    def supports_code_mode(self) -> bool:
+        return True
+
+    def get_callables(self) -> dict[str, Callable[..., Any]]:
+        """The tools visible now as plain Python callables (code mode: agents' code calls
+        them directly, no JSON-RPC)."""
+        out: dict[str, Callable[..., Any]] = {
+            spec.name: getattr(self, spec.method_name) for spec in self._tools.values()
+        }
+        if self.mcp_server is not None:
+            for name, served in server_tools(self.mcp_server).items():
+                fn = getattr(served, "fn", None)
+                if callable(fn):
+                    out[name] = fn
+        for name in self._mode_registry():
+            found = self._mode_tool(name)
+            if found:
+                out[name] = found[0]  # type: ignore[index]
+        return out
+
+    def execute_code(self, code: str) -> Observation:
+        """Run Python ``code`` with the tools as functions; its ``result`` variable comes back in
+        ``metadata["result"]``, an error in ``metadata["error"]``.
+
+        This runs in the server process with no sandbox (as OpenEnv's): call it only for code
+        you trust, or from an env that runs inside an isolated container.
+        """
+        namespace: dict[str, Any] = dict(self.get_callables())
+        local: dict[str, Any] = {}
+        try:
+            exec(code, namespace, local)  # noqa: S102 - code mode is in-process by design
+        except SyntaxError as exc:
+            return Observation(reward=0.0, metadata={"error": f"Syntax error: {exc}"})
+        except Exception as exc:
+            return Observation(reward=0.0, metadata={"error": str(exc)})
+        return Observation(reward=0.0, metadata={"result": local.get("result")})
+
     # ---- Environment API ------------------------------------------------------------------
 
-    async def step(self, action: Action, **kwargs: Any) -> Observation:  # type: ignore[override]
-        if isinstance(action, ListToolsAction):
-            return ListToolsObservation(tools=self.list_tools())
-        if isinstance(action, CallToolAction):
-            return await self.call_tool(action.tool_name, action.arguments)
-        fn = self.handle_action
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:  # type: ignore[override]
+        """Sync step (OpenEnv's): tool actions run to completion here, other actions go to
+        ``_step_impl``/:meth:`handle_action`."""
+        if isinstance(action, (ListToolsAction, CallToolAction)):
+            return run_coro_sync(self._tool_step(action, timeout_s, hold=False))
+        fn = self._other_action_handler()
+        out = (
+            fn(action, timeout_s=timeout_s, **kwargs)
+            if _takes_timeout(fn)
+            else fn(action, **kwargs)
+        )
+        return run_coro_sync(out) if inspect.iscoroutine(out) else out
+
+    async def step_async(  # type: ignore[override]
+        self, action: Action, timeout_s: float | None = None, **kwargs: Any
+    ) -> Observation:
+        """What the server awaits: the same as :meth:`step`, on the caller's event loop."""
+        if isinstance(action, (ListToolsAction, CallToolAction)):
+            return await self._tool_step(action, timeout_s, hold=True)
+        fn = self._other_action_handler()
+        if _takes_timeout(fn):
+            kwargs["timeout_s"] = timeout_s
         if inspect.iscoroutinefunction(fn):
             return await fn(action, **kwargs)
-        return await run_sync(fn, action, **kwargs)
+        out = await run_sync(fn, action, **kwargs)
+        return await out if inspect.isawaitable(out) else out
+
+    async def _tool_step(
+        self, action: Action, timeout_s: float | None, *, hold: bool
+    ) -> Observation:
+        if isinstance(action, ListToolsAction):
+            try:
+                tools = await self.list_tools_async()
+            except Exception as exc:
+                return ListToolsObservation(
+                    tools=[], metadata={"error": str(exc), "error_type": "list_tools_failed"}
+                )
+            return ListToolsObservation(tools=tools)
+        assert isinstance(action, CallToolAction)
+        obs = await self._run_tool(action.tool_name, action.arguments, timeout_s, hold=hold)
+        return await self._after_tool(obs)
+
+    def _other_action_handler(self) -> Callable[..., Any]:
+        impl = getattr(self, "_step_impl", None)
+        return impl if callable(impl) else self.handle_action
 
     def handle_action(self, action: Action, **kwargs: Any) -> Observation:
-        """Hook for actions other than ListToolsAction/CallToolAction. Default: refuse."""
+        """Hook for actions other than ListToolsAction/CallToolAction (OpenEnv's ``_step_impl``
+        works too). Default: refuse."""
         raise TypeError(
             f"{type(self).__name__} takes ListToolsAction or CallToolAction, got "
             f"{type(action).__name__}; override handle_action() to accept other actions"
         )
+
+    def close(self) -> None:
+        """End the FastMCP session, if any. Subclasses that override ``close`` call super()."""
+        session = self.__dict__.pop("_fastmcp", None)
+        if session is not None:
+            session.close()
+        self.mcp_server = None
+
+
+def _takes_timeout(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "timeout_s" in params
+
+
+def _tool_error(name: str, kind: ToolErrorType, message: str) -> CallToolObservation:
+    return CallToolObservation(tool_name=name, error=ToolError(error_type=kind, message=message))

@@ -197,7 +197,7 @@ class WebSocketEndpoint:
                 if kind == "state":
                     return state_frame_json(await session.calls.state(session.env))
                 if kind == "mcp":
-                    reply = await self.mcp.handle(msg.get("data"), ws_session=session)
+                    reply = await self.mcp.handle(msg.get("data"), ws_session=session, direct=False)
                     return '{"type":"mcp","data":' + dumps(reply) + "}"
                 return _CLOSE
         except Exception as exc:  # the env raised: report it, keep the session

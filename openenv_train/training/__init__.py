@@ -18,8 +18,13 @@ from .callbacks import (
     quiet_third_party,
 )
 from .environment import list_server_tools, make_environment_class, release_callback
-from .rewards import env_reward, format_reward, make_format_reward
-from .rollout import make_harness_rollout_func, make_rollout_func, policy_for_trainer
+from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
+from .rollout import (
+    make_harness_rollout_func,
+    make_mixture_rollout_func,
+    make_rollout_func,
+    policy_for_trainer,
+)
 from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
 from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
@@ -33,6 +38,7 @@ __all__ = [
     "RolloutStrategy",
     "RunnerStrategy",
     "chat_warmup",
+    "RubricRow",
     "env_reward",
     "format_reward",
     "format_warmup",
@@ -41,7 +47,9 @@ __all__ = [
     "make_environment_class",
     "release_callback",
     "make_format_reward",
+    "make_rubric_reward",
     "make_harness_rollout_func",
+    "make_mixture_rollout_func",
     "make_rollout_func",
     "plot_learning_curve",
     "policy_for_trainer",

@@ -181,6 +181,79 @@ class EnvSection(LocalEnvSection):
         return opts
 
 
+#: An env's name in a mixture: its ``env/<name>/<metric>`` keys and trajectory records.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+class MixtureMemberSection(EnvSection):
+    """One env of ``env.mixture``: every key of a single-env ``env`` section (servers, runtime,
+    image), its text spec, a ``name`` and a sampling ``weight``. A catalog env's name
+    (``openenv-train envs``) fills ``app`` (and ``spec`` where the catalog entry names one)."""
+
+    #: the env's name: metric keys env/<name>/<metric>; a catalog name fills app (and spec)
+    name: EnvName
+    #: share of GRPO groups dealt to this env (weights are normalised over the mixture)
+    weight: float = Field(1.0, gt=0)
+    #: the env server app, module:attribute (null: the catalog entry's app)
+    app: str | None = None  # type: ignore[assignment]
+    #: env server processes (or containers) to start for this env
+    num_servers: int = Field(1, ge=1)
+    #: the env's TextEnvSpec subclass, module:Class (null: the catalog entry's text_spec_path)
+    spec: str | None = None
+    #: keyword arguments the spec class is built with
+    spec_kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_catalog(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return data
+        if data.get("app") and data.get("spec"):
+            return data
+        from openenv_train.catalog import BrokenEnvEntryError, UnknownEnvError, get_entry
+
+        try:
+            entry = get_entry(data["name"])
+        except (UnknownEnvError, BrokenEnvEntryError):
+            return data  # _complete names what is missing
+        spec = getattr(entry, "text_spec_path", None)
+        return {"app": entry.app, **({"spec": spec} if spec else {}), **data}
+
+    @model_validator(mode="after")
+    def _complete(self) -> MixtureMemberSection:
+        for key, example in (("app", "my_env.server.app:app"), ("spec", "my_env.text_spec:MySpec")):
+            if not getattr(self, key):
+                raise ValueError(
+                    f"env.mixture: member {self.name!r} has no {key}; set {key}: ({example}) "
+                    "or name a catalog env that provides it (openenv-train envs)"
+                )
+        return self
+
+
+class MixtureEnvSection(EnvSection):
+    """An ``env`` section that may name several envs: ``mixture: [{name, weight, app, spec}, ...]``
+    trains one model on all of them (each GRPO group plays one env, drawn by weight); empty: the
+    section's own env alone."""
+
+    #: several envs in one run, each {name, weight, app, spec, spec_kwargs, num_servers, ...}
+    mixture: list[MixtureMemberSection] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mixture(self) -> MixtureEnvSection:
+        names = [m.name for m in self.mixture]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(
+                f"env.mixture: env name(s) {dupes} appear more than once; give each member its own name"
+            )
+        if len(self.mixture) == 1:
+            raise ValueError(
+                "env.mixture: one member is no mixture; list two or more envs, or drop "
+                "env.mixture and configure the env in the env section itself"
+            )
+        return self
+
+
 class EngineSection(StrictModel):
     """The rollout engine's turn and batching limits (``openenv_train.rollout.RolloutConfig``)."""
 

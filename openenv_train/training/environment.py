@@ -141,7 +141,9 @@ class EnvSessionBase:
         EnvSessionBase._counter += 1
         url = cls._base_urls[EnvSessionBase._counter % len(cls._base_urls)]
         self._client: SyncEnvClient[Any, Any, Any] = cls._client_cls(
-            url, timeout=cls._timeout
+            url,
+            timeout=cls._timeout,
+            mode="simulation",  # tool calls are steps on one socket
         ).sync()
         self._connected = False
         self._rewards: list[float] = []
@@ -216,7 +218,7 @@ def list_server_tools(
     base_url: str, *, client_cls: type = MCPToolClient, timeout: float = 30.0
 ) -> list[Tool]:
     """The MCP tools of the env at ``base_url`` (one short session)."""
-    with client_cls(base_url, timeout=timeout).sync() as client:
+    with client_cls(base_url, timeout=timeout, mode="simulation").sync() as client:
         client.reset()
         return list(client.list_tools())
 

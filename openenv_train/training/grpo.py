@@ -13,12 +13,13 @@ from rich.console import Console
 console = Console()
 
 
-def start_servers(cfg: Any) -> tuple[Any, list[str]]:
+def start_servers(cfg: Any, env: Any = None) -> tuple[Any, list[str]]:
     """``(server group or None, base URLs)``: ``env.base_urls`` as given, or servers of
-    ``env.runtime`` (the local-only section's servers are local processes)."""
+    ``env.runtime`` (the local-only section's servers are local processes). ``env``: an env
+    section (a mixture member's); default ``cfg.env``."""
     from openenv_train.runtime import start_servers as start_env_servers
 
-    env = cfg.env
+    env = cfg.env if env is None else env
     if env.base_urls:
         return None, list(env.base_urls)
     t0 = time.perf_counter()

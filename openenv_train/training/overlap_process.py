@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.auth import register_server_tokens, server_tokens
 from ..policy.lora import load_state, trainable_state
 from ..rollout.episode import RolloutConfig
 from ..rollout.spec import TextEnvSpec
@@ -27,12 +28,24 @@ from .rollout import config_for, tokenizer_of
 from .rollout_func import unwrap_model
 
 
-def _child(conn: Any, spec: Any, urls: list[str], cfg: Any, model: Any, tok: Any, g: int) -> None:
-    """The producer process: play each requested batch, send it back; exceptions go back too."""
+def _child(
+    conn: Any,
+    spec: Any,
+    urls: list[str],
+    tokens: dict[str, str],
+    cfg: Any,
+    model: Any,
+    tok: Any,
+    g: int,
+) -> None:
+    """The producer process: play each requested batch, send it back; exceptions go back too.
+    ``tokens``: the servers' own tokens, as the parent's clients use them."""
     import asyncio
     import gc
 
     import torch
+
+    register_server_tokens(tokens)
 
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.engine import RolloutEngine
@@ -100,7 +113,16 @@ class ProcessProducer:
             p.requires_grad_(False)
         self.proc = ctx.Process(
             target=_child,
-            args=(child_conn, self.spec, self.urls, config, own, tokenizer, group_size),
+            args=(
+                child_conn,
+                self.spec,
+                self.urls,
+                server_tokens(self.urls),
+                config,
+                own,
+                tokenizer,
+                group_size,
+            ),
             name="openenv-train-rollout-producer",
             daemon=True,
         )

@@ -3,10 +3,14 @@
 The env owns the reward: the rollout function returns it as an extra field (``env_reward``) that
 TRL forwards to every reward function as a keyword argument, one value per row. Nothing here
 re-scores text, so the reward a row trains on is exactly the one the env server sent.
+``make_rubric_reward`` is the exception by design: it scores rows with a ``Rubric``, the same
+object an env can apply in ``step``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,4 +68,72 @@ def make_format_reward(
         return out
 
     reward.__name__ = name
+    return reward
+
+
+class RubricRow:
+    """The observation a trainer-side rubric sees for one TRL row: the completion text, the
+    row's other columns as attributes (``env_reward``, ``episode_metrics``, dataset fields),
+    ``done=True`` (a completion is a finished episode) and ``metadata`` (the columns as a dict).
+    """
+
+    def __init__(self, completion: str, columns: dict[str, Any]) -> None:
+        self.__dict__.update(columns)
+        self.completion = completion
+        self.done = True
+        self.reward = columns.get("env_reward")
+        self.metadata = dict(columns)
+
+    def __repr__(self) -> str:
+        return f"RubricRow(completion={self.completion!r})"
+
+
+def _text(completion: Any) -> str:
+    if isinstance(completion, str):
+        return completion
+    return completion[-1].get("content", "") if completion else ""
+
+
+def make_rubric_reward(
+    rubric: Any,
+    *,
+    to_action: Callable[[str, dict[str, Any]], Any] | None = None,
+    to_observation: Callable[[str, dict[str, Any]], Any] | None = None,
+    name: str | None = None,
+) -> Callable[..., list[float]]:
+    """A TRL reward function that scores each row with ``rubric(action, observation)``.
+
+    The same ``Rubric`` an env applies in ``step`` (``Environment(rubric=...)``) can score rows
+    here, so env-side and trainer-side rewards are one object. By default the action is the
+    completion text and the observation a :class:`RubricRow`; ``to_action(text, columns)`` and
+    ``to_observation(text, columns)`` build your env's own types instead. Async rubrics (an
+    ``LLMJudge``) are awaited concurrently across the batch. The rubric is ``reset()`` before
+    each row, so trajectory rubrics score one row at a time.
+    """
+    from openenv_train.server._threads import run_coro_sync
+
+    def reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        n = len(completions)
+        scores: list[Any] = []
+        for i, completion in enumerate(completions):
+            text = _text(completion)
+            columns = {
+                k: v[i] if isinstance(v, (list, tuple)) and len(v) == n else v
+                for k, v in kwargs.items()
+            }
+            action = to_action(text, columns) if to_action else text
+            obs = to_observation(text, columns) if to_observation else RubricRow(text, columns)
+            rubric.reset()
+            scores.append(rubric(action, obs))
+        pending = [i for i, s in enumerate(scores) if inspect.isawaitable(s)]
+        if pending:
+
+            async def gather() -> list[Any]:
+                return list(await asyncio.gather(*(scores[i] for i in pending)))
+
+            for i, value in zip(pending, run_coro_sync(gather()), strict=True):
+                scores[i] = value
+        return [float(s) for s in scores]
+
+    reward.__name__ = name or f"rubric_{type(rubric).__name__}"
     return reward

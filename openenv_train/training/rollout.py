@@ -31,6 +31,7 @@ __all__ = [  # LoopThread: re-exported for async_grpo.worker, which imports it f
     "config_for",
     "engine_builder",
     "make_harness_rollout_func",
+    "make_mixture_rollout_func",
     "make_rollout_func",
     "policy_for_trainer",
     "tokenizer_of",
@@ -203,3 +204,30 @@ def make_harness_rollout_func(
         thread_name="openenv-train-harness",
     )
     return RolloutFunc(strategy, group_size=group_size, reward_key=reward_key, on_batch=on_batch)
+
+
+def make_mixture_rollout_func(
+    members: Sequence[Any],
+    *,
+    config: RolloutConfig | None = None,
+    seed: int = 0,
+    policy_factory: Callable[[Any], Policy] | None = None,
+    group_size: int | None = None,
+    reward_key: str = "env_reward",
+    on_batch: Callable[[RolloutBatch], None] | None = None,
+) -> RolloutFunc:
+    """A TRL ``rollout_func`` over several envs (``rollout.mixture.MixtureMember``: name, spec,
+    servers, weight): every GRPO group plays one env drawn by weight (seeded by ``seed`` and the
+    batch), all envs batched into the same model calls. Rows keep their env's reward; the batch
+    metrics carry ``env/<name>/reward_mean`` and ``env/<name>/episodes``."""
+    from ..rollout.mixture import MixtureEngine
+
+    base = config or RolloutConfig()
+    policy_of = policy_factory or policy_for_trainer
+
+    def make(trainer: Any) -> MixtureEngine:
+        return MixtureEngine(members, policy_of(trainer), config_for(trainer, base), seed=seed)
+
+    return RolloutFunc(
+        RunnerStrategy(make), group_size=group_size, reward_key=reward_key, on_batch=on_batch
+    )

@@ -15,8 +15,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from openenv_train.training.config import ConfigError
+
 from .app import Actors
-from .config import ConfigError, ForgeRecipeConfig
+from .config import ForgeRecipeConfig
 
 
 def _endpoints(obj: Any, *names: str) -> Any:

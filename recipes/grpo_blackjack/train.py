@@ -6,7 +6,7 @@ baselines) -> GRPOTrainer(rollout_func=the batched rollout engine over the serve
 save. The run's lifecycle (run folder, Ctrl-C, checkpoints, --resume, best weights, curve.png,
 summary.json) is ``openenv_train.training.lifecycle``; everything lands in ``runs/<name>/``.
 
-Run: ``openenv-train train configs/grpo_blackjack_cpu.yaml`` (or ``python -m recipes.grpo_blackjack.train CONFIG``).
+Run: ``openenv-train train configs/grpo_blackjack_cpu.yaml`` (or ``python -m openenv_train.recipes.grpo_blackjack.train CONFIG``).
 """
 
 from __future__ import annotations

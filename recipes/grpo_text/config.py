@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,16 +33,17 @@ class ModelSection(config.ModelSection):
     vocabulary: list[str] | None = None
 
 
-class EnvSection(config.EnvSection):
+class EnvSection(config.MixtureEnvSection):
     """``app``: the env server (``module:attribute``); ``spec``: its ``TextEnvSpec`` subclass
-    (``module:Class``), built with ``spec_kwargs``."""
+    (``module:Class``), built with ``spec_kwargs``; or ``mixture``: several such envs with
+    weights, learned at once (``configs/grpo_mixture_cpu.yaml``)."""
 
     #: the env server app, module:attribute (imported from the current folder, like uvicorn)
-    app: str = "recipes.grpo_text.countdown:app"
+    app: str = "openenv_train.openenv_train.recipes.grpo_text.countdown:app"
     #: env server processes (or containers) to start
     num_servers: int = Field(1, ge=1)
     #: the env's TextEnvSpec subclass, module:Class (prompt, render, parse_action, vocabulary)
-    spec: str = "recipes.grpo_text.countdown:CountdownSpec"
+    spec: str = "openenv_train.openenv_train.recipes.grpo_text.countdown:CountdownSpec"
     #: keyword arguments the spec class is built with
     spec_kwargs: dict[str, Any] = Field(default_factory=dict)
 
@@ -78,6 +80,30 @@ class EvalSection(config.EvalSection):
     periodic_episodes: int = Field(128, ge=1)
 
 
+@dataclass(frozen=True)
+class Member:
+    """One env of the run: its name, its env section (servers, spec) and sampling weight."""
+
+    name: str
+    section: Any
+    weight: float = 1.0
+
+
+def env_label(app: str) -> str:
+    """A short name of a single env: the catalog name of its app (``blackjack``), else from its
+    app path (``openenv_train.recipes.grpo_text.countdown:app`` -> ``countdown``)."""
+    from openenv_train.catalog import BrokenEnvEntryError, env_names, get_entry
+
+    for name in env_names():
+        try:
+            if get_entry(name).app == app:
+                return name
+        except BrokenEnvEntryError:
+            continue
+    parts = app.split(":")[0].split(".")
+    return parts[-1] if parts[-1] not in ("app", "server") else parts[0]
+
+
 class TextRecipeConfig(config.RunConfig):
     """``openenv-train train configs/grpo_text_countdown.yaml`` loads this from YAML."""
 
@@ -99,9 +125,39 @@ class TextRecipeConfig(config.RunConfig):
     #: greedy evaluation
     eval: EvalSection = Field(default_factory=EvalSection)
 
+    @property
+    def mixture(self) -> bool:
+        """True when ``env.mixture`` names several envs."""
+        return bool(self.env.mixture)
+
+    def members(self) -> list[Member]:
+        """The envs of the run: the ``env.mixture`` members, else the env section itself."""
+        if self.env.mixture:
+            return [Member(m.name, m, m.weight) for m in self.env.mixture]
+        return [Member(env_label(self.env.app), self.env)]
+
     def check_start(self) -> None:
         super().check_start()
-        spec = self.make_spec()
+        if self.mixture and self.rollout.max_staleness:
+            raise ConfigError(
+                "rollout.max_staleness: an env mixture plays its batches synchronously; set it to 0"
+            )
+        for i, member in enumerate(self.members()):
+            if self.mixture:
+                env = member.section
+                if env.base_urls:
+                    config.check_servers_answer(env.base_urls)
+                elif env.runtime in ("local", "ray"):
+                    try:
+                        import_target(env.app, f"env.mixture[{i}].app", "my_env.server.app:app")
+                    except ValueError as err:
+                        raise ConfigError(str(err)) from None
+            self.check_member(member)
+
+    def check_member(self, member: Member) -> None:
+        """The member's spec builds, the tiny model's vocabulary covers its texts and it has
+        games to warm up on (when asked)."""
+        spec = self.make_spec(member)
         m = self.model
         if m.path is None and not (m.vocabulary or getattr(spec, "vocabulary", ())):
             raise ConfigError(
@@ -138,23 +194,40 @@ class TextRecipeConfig(config.RunConfig):
                 f"model would read each as <unk>); add them to {where}"
             )
 
-    def make_spec(self, **overrides: Any) -> Any:
-        """The env's ``TextEnvSpec``, built from ``env.spec`` and ``env.spec_kwargs``."""
+    def make_spec(self, member: Member | None = None, **overrides: Any) -> Any:
+        """The ``TextEnvSpec`` of ``member`` (default: the env section's own), built from its
+        ``spec`` and ``spec_kwargs``."""
         from openenv_train.rollout.spec import TextEnvSpec
 
+        env = self.env if member is None else member.section
+        key = "env" if member is None or not self.mixture else f"env.mixture[{member.name}]"
         try:
-            cls = import_target(self.env.spec, "env.spec", SPEC_EXAMPLE)
+            cls = import_target(env.spec, f"{key}.spec", SPEC_EXAMPLE)
         except ValueError as err:
             raise ConfigError(str(err)) from None
         if not (isinstance(cls, type) and issubclass(cls, TextEnvSpec)):
             raise ConfigError(
-                f"env.spec: {self.env.spec!r} is not a TextEnvSpec subclass; name the class "
+                f"{key}.spec: {env.spec!r} is not a TextEnvSpec subclass; name the class "
                 f"(e.g. {SPEC_EXAMPLE})"
             )
         try:
-            return cls(**{**self.env.spec_kwargs, **overrides})
+            return cls(**{**env.spec_kwargs, **overrides})
         except TypeError as err:
-            raise ConfigError(f"env.spec_kwargs: {cls.__name__}(...) failed: {err}") from None
+            raise ConfigError(f"{key}.spec_kwargs: {cls.__name__}(...) failed: {err}") from None
+
+    def warmup_sampler(self) -> Any:
+        """``random_episode(rng)`` of the run: the env's own, or for a mixture one that draws
+        the member by weight first (the warm-up sees every env's format)."""
+        members = self.members()
+        samplers = [self.warmup_episodes(self.make_spec(m)) for m in members]
+        if len(members) == 1:
+            return samplers[0]
+        weights = [m.weight for m in members]
+
+        def sample(rng: random.Random) -> Any:
+            return rng.choices(samplers, weights=weights)[0](rng)
+
+        return sample
 
     @staticmethod
     def warmup_episodes(spec: Any) -> Any:
@@ -165,9 +238,15 @@ class TextRecipeConfig(config.RunConfig):
         return found if callable(found) else None
 
     def vocabulary(self, spec: Any = None) -> list[str]:
+        """The tiny model's words: ``model.vocabulary``, else the spec's (``spec`` given), else
+        every member env's, in order (a mixture's model reads all of them)."""
         if self.model.vocabulary:
             return list(self.model.vocabulary)
-        return list(getattr(spec or self.make_spec(), "vocabulary", ()))
+        specs = [spec] if spec is not None else [self.make_spec(m) for m in self.members()]
+        words: dict[str, None] = {}
+        for s in specs:
+            words.update((w, None) for w in getattr(s, "vocabulary", ()))
+        return list(words)
 
 
 def parse_config(data: Any, base: Path | None = None) -> TextRecipeConfig:

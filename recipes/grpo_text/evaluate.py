@@ -26,11 +26,11 @@ COLUMNS = (
 VALIDATION_OFFSET = 10_000_000
 
 
-def seeded_spec(cfg: Any, seed: int) -> Any:
+def seeded_spec(cfg: Any, seed: int, member: Any = None) -> Any:
     """The config's spec dealing the games of ``seed``: through its own ``seed`` attribute, else
     by passing ``reset(seed=seed + row)`` (a spec written without one, as the README's), so the
     evals before, during and after training and ``openenv-train eval`` play the same games."""
-    spec = cfg.make_spec()
+    spec = cfg.make_spec() if member is None else cfg.make_spec(member)
     if hasattr(spec, "seed"):
         spec.seed = seed
         return spec
@@ -43,10 +43,10 @@ def seeded_spec(cfg: Any, seed: int) -> Any:
     return spec
 
 
-def random_answers(cfg: Any, games: int = 64) -> list[str]:
+def random_answers(cfg: Any, games: int = 64, member: Any = None) -> list[str]:
     """The answers of the spec's ``random_episode`` games (the env's moves, in words); empty when
     the spec has none."""
-    sample = cfg.warmup_episodes(cfg.make_spec())
+    sample = cfg.warmup_episodes(cfg.make_spec() if member is None else cfg.make_spec(member))
     if sample is None:
         return []
     found: dict[str, None] = {}
@@ -60,18 +60,47 @@ def random_answers(cfg: Any, games: int = 64) -> list[str]:
 
 
 def random_baseline(
-    cfg: Any, tokenizer: Any, urls: list[str], episodes: int, seed: int
+    cfg: Any, tokenizer: Any, urls: list[str], episodes: int, seed: int, member: Any = None
 ) -> dict[str, dict[str, float]]:
     """``{"random": metrics}``: a policy answering uniformly among the env's moves (those of
     ``random_episode``) on the same games as the model; ``{}`` without ``random_episode``."""
     from openenv_train.rollout.scripted import ScriptedPolicy
 
-    answers = random_answers(cfg)
+    answers = random_answers(cfg, member=member)
     if not answers:
         return {}
     rng = random.Random(seed)
     policy = ScriptedPolicy(tokenizer, lambda _text: rng.choice(answers))
-    return {"random": evaluate_on_servers(policy, seeded_spec(cfg, seed), urls, episodes, cfg)}
+    spec = seeded_spec(cfg, seed, member)
+    return {"random": evaluate_on_servers(policy, spec, urls, episodes, cfg)}
+
+
+def per_env(rows: dict[str, dict[str, float]]) -> dict[str, float]:
+    """One env's eval metrics under ``env/<name>/<metric>`` (``rows``: name -> metrics), with
+    the unweighted means over the envs under the plain keys (keep-best and the summary)."""
+    from openenv_train.rollout.mixture import env_metric
+
+    out: dict[str, float] = {}
+    for name, metrics in rows.items():
+        out.update({env_metric(name, k): v for k, v in metrics.items()})
+    for key in ("mean_reward", "win_rate", "invalid", "turns"):
+        values = [m[key] for m in rows.values() if key in m]
+        if values:
+            out[key] = sum(values) / len(values)
+    out["episodes"] = sum(m.get("episodes", 0) for m in rows.values())
+    return out
+
+
+def mixture_baseline(
+    cfg: Any, tokenizer: Any, urls: dict[str, list[str]], episodes: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """The random baseline of every member env, as one ``{"random": per_env(...)}`` row."""
+    rows = {}
+    for member in cfg.members():
+        found = random_baseline(cfg, tokenizer, urls[member.name], episodes, seed, member)
+        if found:
+            rows[member.name] = found["random"]
+    return {"random": per_env(rows)} if rows else {}
 
 
 def evaluate_on_servers(
@@ -121,18 +150,21 @@ def evaluate_saved_model(
     cfg = parse_config(json.loads(run_config.read_text()))
     torch.set_num_threads(1)
     model, tokenizer = load_tiny_model(model_dir)
-    spec = seeded_spec(cfg, cfg.eval.seed if seed is None else seed)
+    seed = cfg.eval.seed if seed is None else seed
     n = episodes or cfg.eval.episodes
-    servers = start_servers(cfg.env.app, 1, **cfg.env.server_options())
-    try:
-        urls = list(servers.base_urls)
-        rows = {
-            "model": evaluate_on_servers(TransformersPolicy(model, tokenizer), spec, urls, n, cfg)
-        }
-        rows.update(
-            random_baseline(cfg, tokenizer, urls, n, cfg.eval.seed if seed is None else seed)
-        )
-    finally:
-        servers.stop()
-    Console().print(results_table(f"{model_dir} ({n} games, greedy)", rows, COLUMNS))
+    rows: dict[str, dict[str, float]] = {}
+    for member in cfg.members():
+        env = member.section
+        servers = start_servers(env.app, 1, **env.server_options())
+        try:
+            urls = list(servers.base_urls)
+            spec = seeded_spec(cfg, seed, member)
+            policy = TransformersPolicy(model, tokenizer)
+            label = f"{member.name}: " if cfg.mixture else ""
+            rows[f"{label}model"] = evaluate_on_servers(policy, spec, urls, n, cfg)
+            for name, row in random_baseline(cfg, tokenizer, urls, n, seed, member).items():
+                rows[f"{label}{name}"] = row
+        finally:
+            servers.stop()
+    Console().print(results_table(f"{model_dir} ({n} games per env, greedy)", rows, COLUMNS))
     return rows

@@ -4,7 +4,12 @@ one) with the format warm-up on the spec's ``random_episode``, TRL's GRPOTrainer
 rollout engine, greedy evals through the servers, and the run's lifecycle (checkpoints, Ctrl-C,
 --resume: ``openenv_train.training.lifecycle``).
 
-Run: ``openenv-train train configs/grpo_text_countdown.yaml``.
+With ``env.mixture`` one model learns several envs at once: each GRPO group plays one env drawn
+by weight, and the evals, ``metrics.jsonl`` and ``curve.png`` report every env apart
+(``env/<name>/<metric>``).
+
+Run: ``openenv-train train configs/grpo_text_countdown.yaml`` (one env) or
+``openenv-train train configs/grpo_mixture_cpu.yaml`` (three).
 """
 
 from __future__ import annotations
@@ -12,26 +17,37 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from openenv_train.rollout.mixture import MixtureMember, env_metric
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
     reward_funcs,
+    rollout_config,
     start_servers,
     trainer_class,
     trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.rollout import make_mixture_rollout_func
 
-from .config import TextRecipeConfig, load_config
+from .config import Member, TextRecipeConfig, load_config
 from .evaluate import (
     COLUMNS,
     VALIDATION_OFFSET,
     evaluate_on_servers,
+    mixture_baseline,
+    per_env,
     random_baseline,
     seeded_spec,
 )
+
+
+def training_spec(cfg: TextRecipeConfig, member: Member) -> Any:
+    """The member's spec dealing the training games (seeded by ``cfg.seed`` where it can be)."""
+    spec = cfg.make_spec(member)
+    return cfg.make_spec(member, seed=cfg.seed) if hasattr(spec, "seed") else spec
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
@@ -39,19 +55,24 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     from openenv_train.policy.transformers_policy import TransformersPolicy
 
     ev = cfg.eval
-    spec = cfg.make_spec()
+    members = cfg.members()
     with open_run(cfg) as run:  # runs/<name>/, seeds, Ctrl-C, metrics.jsonl
-        servers, urls = start_servers(cfg)
-        if servers is not None:
-            run.close_at_end(servers.stop)
-        model, tokenizer = load_model(cfg, cfg.vocabulary())
+        urls: dict[str, list[str]] = {}
+        for member in members:
+            servers, urls[member.name] = start_servers(cfg, member.section)
+            if servers is not None:
+                run.close_at_end(servers.stop)
+        model, tokenizer = load_model(cfg, cfg.vocabulary())  # every member env's words
         if not run.resume:
-            sample = cfg.warmup_episodes(spec)
-            warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, sample)
+            warm_up(model, tokenizer, cfg.model, cfg.seed, run.metrics.write, cfg.warmup_sampler())
         model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)  # lora.r > 0
 
         # greedy play through the servers: the same games at every eval when the spec seeds them
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
+
+        def play(member: Member, n: int, seed: int) -> dict[str, float]:
+            spec = seeded_spec(cfg, seed, member)
+            return evaluate_on_servers(policy, spec, urls[member.name], n, cfg)
 
         def greedy(live: Any, validation: bool) -> dict[str, float]:
             policy.set_model(live)
@@ -60,13 +81,30 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 if validation
                 else (ev.episodes, ev.seed)
             )
-            return evaluate_on_servers(policy, seeded_spec(cfg, seed), urls, n, cfg)
+            if not cfg.mixture:
+                return play(members[0], n, seed)
+            return per_env({m.name: play(m, n, seed) for m in members})
 
-        # a random player on the same games: the line the curve must rise above
-        baselines = random_baseline(cfg, tokenizer, urls, ev.episodes, ev.seed)
-        val_baselines = random_baseline(
-            cfg, tokenizer, urls, ev.periodic_episodes, ev.seed + VALIDATION_OFFSET
-        )
+        val_seed = ev.seed + VALIDATION_OFFSET
+        if cfg.mixture:  # a random player on the same games of every env
+            baselines = mixture_baseline(cfg, tokenizer, urls, ev.episodes, ev.seed)
+            val_baselines = mixture_baseline(cfg, tokenizer, urls, ev.periodic_episodes, val_seed)
+            columns = (
+                ("mean reward (envs' mean)", "mean_reward", "+.3f"),
+                *((m.name, env_metric(m.name, "mean_reward"), "+.3f") for m in members),
+                ("won", "win_rate", ".1%"),
+            )
+            panels = tuple(
+                (env_metric(m.name, "mean_reward"), f"{m.name}: mean reward") for m in members
+            )
+            what = "mixture of " + ", ".join(f"{m.name} ({m.weight:g})" for m in members)
+        else:  # a random player on the same games: the line the curve must rise above
+            url = urls[members[0].name]
+            baselines = random_baseline(cfg, tokenizer, url, ev.episodes, ev.seed)
+            val_baselines = random_baseline(cfg, tokenizer, url, ev.periodic_episodes, val_seed)
+            columns = COLUMNS
+            panels = (("mean_reward", "mean reward"), ("win_rate", "share of games won"))
+            what = cfg.env.app
         evals = Evals(
             run,
             model,
@@ -74,20 +112,30 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
             EvalSpec(
                 greedy,
                 score_key="mean_reward",
-                columns=COLUMNS,
-                table_title=f"{{}} (greedy), {ev.episodes} games",
+                columns=columns,
+                table_title=f"{{}} (greedy), {ev.episodes} games per env",
                 line="greedy mean reward {mean_reward:+.3f}, won {win_rate:.1%}",
                 status={"greedy": "mean_reward", "won": "win_rate"},
-                panels=(("mean_reward", "mean reward"), ("win_rate", "share of games won")),
-                curve_title=f"GRPO on {cfg.env.app} ({cfg.name}): greedy play on {ev.periodic_episodes} validation games",
+                panels=panels,
+                curve_title=f"GRPO on {what} ({cfg.name}): greedy play on {ev.periodic_episodes} validation games",
                 baselines=baselines,
                 validation_baselines=val_baselines,
             ),
         )
         evals.begin()  # the eval before training (or, resuming, the run so far)
 
-        train_spec = cfg.make_spec(seed=cfg.seed) if hasattr(spec, "seed") else spec
-        rollout_func = trainer_rollout_func(cfg, train_spec, servers, urls, evals.on_batch)
+        if cfg.mixture:
+            mixture = [
+                MixtureMember(m.name, training_spec(cfg, m), urls[m.name], m.weight)
+                for m in members
+            ]
+            rollout_func = make_mixture_rollout_func(
+                mixture, config=rollout_config(cfg), seed=cfg.seed, on_batch=evals.on_batch
+            )
+        else:
+            url = urls[members[0].name]
+            train_spec = training_spec(cfg, members[0])
+            rollout_func = trainer_rollout_func(cfg, train_spec, servers, url, evals.on_batch)
         run.close_at_end(rollout_func.close)
         trainer = trainer_class(cfg)(
             model=model,

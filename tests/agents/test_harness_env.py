@@ -25,6 +25,10 @@ from openenv_train.runtime import LocalProcessProvider
 pytestmark = pytest.mark.timeout(120)
 
 
+def _t(name: str) -> Tool:
+    return Tool(name=name, description="", input_schema={"type": "object", "properties": {}})
+
+
 @pytest.fixture(scope="module")
 def notes_provider():
     with LocalProcessProvider("notes_env.server.app:app") as server:
@@ -94,14 +98,14 @@ async def test_in_process_env_errors_conflicts_and_bridge():
     env = NotesEnv()
     with pytest.raises(HarnessNotRunningError):
         await env.step(HarnessAction(message="x"))
-    tools = [Tool(name="read_note"), Tool(name="submit")]
+    tools = [_t("read_note"), _t("submit")]
     resolved, renames = resolve_tool_conflicts(tools, frozenset({"submit"}))
     assert [t.name for t in resolved] == ["read_note", "env_submit"]
     assert renames == {"env_submit": "submit"}
     with pytest.raises(ValueError, match="taken too"):
-        resolve_tool_conflicts([Tool(name="a"), Tool(name="env_a")], frozenset({"a"}))
+        resolve_tool_conflicts([_t("a"), _t("env_a")], frozenset({"a"}))
     with pytest.raises(ValueError, match="reserved"):
-        resolve_tool_conflicts([Tool(name="reset")], frozenset())
+        resolve_tool_conflicts([_t("reset")], frozenset())
     # the bridge serves this env instance's tools to an MCP SDK client, under the new names
     env.on_reset(4)
     bridge = ToolBridge(env, renames)

@@ -182,9 +182,9 @@ def test_async_recipe_trains_saves_on_ctrl_c_and_resumes_on_cpu(
     import os
     import signal
 
-    import recipes.async_grpo_blackjack.train as train
+    import openenv_train.recipes.async_grpo_blackjack.train as train
     from openenv_train.policy.tiny import load_tiny_model
-    from recipes.async_grpo_blackjack.config import cpu_config
+    from openenv_train.recipes.async_grpo_blackjack.config import cpu_config
 
     class CtrlCAfterStep1(train.GracefulStop):
         def on_step_end(self, args, state, control, **kw):

@@ -24,7 +24,7 @@ def _base() -> dict:
 
 def test_shipped_gpu_config_loads() -> None:
     from openenv_train.cli.recipes import get_recipe
-    from recipes.async_grpo_blackjack.config import AsyncRunConfig
+    from openenv_train.recipes.async_grpo_blackjack.config import AsyncRunConfig
 
     recipe = get_recipe("async_grpo_blackjack")
     cfg = recipe.load_config(ROOT / "configs" / "grpo_blackjack_async_vllm.yaml")
@@ -49,7 +49,7 @@ def test_shipped_gpu_config_loads() -> None:
     ],
 )
 def test_wrong_keys_fail_naming_them(section: str, change: dict, named: str) -> None:
-    from recipes.async_grpo_blackjack.config import ConfigError, load_config
+    from openenv_train.recipes.async_grpo_blackjack.config import ConfigError, load_config
 
     raw = _base()
     raw.setdefault(section, {}).update(change)
@@ -60,7 +60,7 @@ def test_wrong_keys_fail_naming_them(section: str, change: dict, named: str) -> 
 def test_cli_overrides_reach_the_async_recipe(monkeypatch, tmp_path) -> None:
     """``openenv-train train`` runs the recipe; --max-steps sets trainer.max_steps; --resume
     needs a checkpoint in the run folder's trainer/."""
-    import recipes.async_grpo_blackjack.train as train
+    import openenv_train.recipes.async_grpo_blackjack.train as train
     from openenv_train.cli.main import main
 
     seen = []
@@ -79,8 +79,8 @@ def test_cli_overrides_reach_the_async_recipe(monkeypatch, tmp_path) -> None:
 def test_a_gpu_machine_needs_its_own_vllm_server(monkeypatch, tmp_path) -> None:
     import torch
 
-    from recipes.async_grpo_blackjack.config import ConfigError, load_config
-    from recipes.async_grpo_blackjack.train import run
+    from openenv_train.recipes.async_grpo_blackjack.config import ConfigError, load_config
+    from openenv_train.recipes.async_grpo_blackjack.train import run
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     cfg = load_config({**_base(), "output_dir": str(tmp_path)})

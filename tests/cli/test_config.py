@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from openenv_train.recipes.grpo_blackjack.config import RecipeConfig, load_config, parse_config
 from openenv_train.training.config import ConfigError
-from recipes.grpo_blackjack.config import RecipeConfig, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +94,7 @@ def test_every_shipped_config_loads_on_the_one_schema() -> None:
 
     for path in sorted((ROOT / "configs").glob("*.yaml")):
         recipe = yaml.safe_load(path.read_text())["recipe"]
-        cfg = importlib.import_module(f"recipes.{recipe}.config").load_config(path)
+        cfg = importlib.import_module(f"openenv_train.recipes.{recipe}.config").load_config(path)
         assert isinstance(cfg, RunConfig) and cfg.recipe == recipe, path.name
 
 
@@ -103,7 +103,9 @@ def test_no_recipe_config_imports_another_recipe() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 target = "." * node.level + (node.module or "")
-                assert node.level < 2 and not target.startswith("recipes."), (
+                assert node.level < 2 and not target.startswith(
+                    ("recipes.", "openenv_train.recipes.")
+                ), (
                     f"{path.relative_to(ROOT)} imports {target}: shared config lives in "
                     "openenv_train.training.config"
                 )

@@ -14,7 +14,7 @@ from openenv_train.cli.recipes import Recipe, RecipeError, available_recipes, ge
 def test_the_blackjack_recipe_is_registered_with_an_evaluator() -> None:
     recipe = get_recipe("grpo_blackjack")
     assert recipe == available_recipes()["grpo_blackjack"]
-    assert recipe.package == "recipes.grpo_blackjack" and recipe.can_evaluate
+    assert recipe.package == "openenv_train.recipes.grpo_blackjack" and recipe.can_evaluate
     with pytest.raises(RecipeError, match="no recipe named 'nope'.*grpo_blackjack"):
         get_recipe("nope")
 

@@ -12,8 +12,8 @@ import yaml
 
 from openenv_train.cli.main import main
 from openenv_train.cli.overrides import OverrideError, apply_overrides, check_resume_config
+from openenv_train.recipes.grpo_text.config import load_config, parse_config
 from openenv_train.training.lifecycle import resume_command
-from recipes.grpo_text.config import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNTDOWN = ROOT / "configs" / "grpo_text_countdown.yaml"

@@ -13,7 +13,7 @@ import yaml
 from cli_helpers import cli
 
 from openenv_train.cli.env_build import LOCAL_BASE_IMAGE, local_base_image
-from recipes.grpo_text.config import parse_config
+from openenv_train.recipes.grpo_text.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,8 +43,10 @@ def test_init_next_steps_work_after_the_cd_they_suggest(tmp_path: Path) -> None:
 
 
 def test_a_missing_image_names_the_envs_own_folder() -> None:
-    with pytest.raises(ValueError, match=r"--tag openenv-train/recipes:latest`") as err:
-        parse_config({"name": "x", "env": {"runtime": "docker"}})  # app: recipes.grpo_text...
+    with pytest.raises(ValueError, match=r"--tag openenv-train/openenv_train:latest`") as err:
+        parse_config(
+            {"name": "x", "env": {"runtime": "docker"}}
+        )  # app: openenv_train.recipes.grpo_text...
     assert "blackjack" not in str(err.value)
 
 

@@ -156,6 +156,10 @@ def shell_problems(line: str) -> list[str]:
             return [f"no subcommand {sub!r}"]
         flags = [a.split("=")[0] for a in args if a.startswith("-")]
         problems += [f"{sub}: no flag {f!r}" for f in flags if f not in options]
+        named = args[1] if sub in ("train", "configs") and len(args) > 1 else ""
+        if named and not named.startswith("-") and "/" not in named:  # a shipped config's name
+            if not (ROOT / "configs" / f"{named.removesuffix('.yaml')}.yaml").is_file():
+                problems.append(f"no shipped config {named!r}")
     elif cmd in ("python", "bash") and args and args[0].endswith((".py", ".sh")):
         if not (ROOT / args[0]).is_file():
             problems.append(f"no script {args[0]}")
@@ -176,6 +180,8 @@ def test_the_shell_check_catches_a_wrong_flag_target_and_config() -> None:
     assert shell_problems("openenv-train trian x.yaml")
     assert shell_problems("make domo")
     assert shell_problems("openenv-train train configs/nope.yaml")
+    assert shell_problems("openenv-train train grpo_blackjack_nope")
+    assert not shell_problems("openenv-train configs grpo_blackjack_cpu --copy .")
     assert not shell_problems("openenv-train train configs/grpo_blackjack_cpu.yaml --resume")
 
 

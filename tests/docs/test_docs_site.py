@@ -97,8 +97,9 @@ def test_version_is_the_changelogs_latest_release() -> None:
     text = (ROOT / "CHANGELOG.md").read_text()
     assert text.index("## [Unreleased]") < text.index(f"## [{latest_release(text)}]")
     assert __version__ == latest_release(text)
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    assert f'\nversion = "{__version__}"\n' in pyproject
+    pyproject = (ROOT / "pyproject.toml").read_text()  # the version's one place is __version__
+    assert 'dynamic = ["version"]' in pyproject
+    assert 'version = { attr = "openenv_train.__version__" }' in pyproject
     out = subprocess.run(
         [sys.executable, "-m", "openenv_train", "--version"], capture_output=True, text=True
     )

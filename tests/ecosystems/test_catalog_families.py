@@ -74,6 +74,13 @@ def test_the_local_runtime_serves_a_member_by_its_app_path() -> None:
     assert reset["observation"]["question"].startswith("Calculate")
 
 
+def test_each_member_names_a_text_spec_that_knows_its_env() -> None:
+    spec = get_entry("reasoning_gym/aiw").text_spec()(seed=0, vocabulary_samples=4)
+    assert spec.dataset == "aiw" and spec.vocabulary
+    assert get_entry("textarena/Sudoku-v0").text_spec().__name__ == "TextArenaSpec"
+    assert get_entry("verifiers/vf-arithmetic").text_spec().__name__ == "VerifiersSpec"
+
+
 def test_serve_resolves_env_names() -> None:
     from openenv_train.cli.env_cli import _package_dir
     from openenv_train.cli.main import CLIError

@@ -15,10 +15,10 @@ import torch
 from proc_checks import alive
 
 from openenv_train.policy.tiny import load_tiny_model
+from openenv_train.recipes.forge_grpo_blackjack.app import run_loop, spawn_monarch
+from openenv_train.recipes.forge_grpo_blackjack.config import parse_config
 from openenv_train.training.forge import GeneratorPolicy
 from openenv_train.training.forge.mesh import ActorGraph
-from recipes.forge_grpo_blackjack.app import run_loop, spawn_monarch
-from recipes.forge_grpo_blackjack.config import parse_config
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from proc_checks import alive
 
+from openenv_train.recipes.forge_grpo_blackjack.config import parse_config
 from openenv_train.training.config import ConfigError
-from recipes.forge_grpo_blackjack.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,7 +128,7 @@ def test_resume_needs_a_saved_checkpoint(tmp_path) -> None:
 
 
 def test_cli_train_selects_the_forge_recipe_and_max_steps(monkeypatch, tmp_path) -> None:
-    import recipes.forge_grpo_blackjack.train as train
+    import openenv_train.recipes.forge_grpo_blackjack.train as train
     from openenv_train.cli.main import main
 
     seen = []

@@ -156,7 +156,7 @@ async def test_timeout_never_mismatches_replies(oe_url: str) -> None:
 
 
 async def test_mcp_tools_over_ws(oe_url: str) -> None:
-    async with MCPToolClient(oe_url + "/tools") as env:
+    async with MCPToolClient(oe_url + "/tools", mode="simulation") as env:
         r = await env.reset()
         assert r.observation.metadata == {"status": "ready"}
         tools = {t.name: t for t in await env.list_tools()}

@@ -110,15 +110,15 @@ def test_non_loopback_bind_takes_the_token_into_the_server_env(monkeypatch):
     ],
 )
 def test_recipe_ray_settings_fail_at_start_naming_the_key(ray_section, match):
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
     from openenv_train.training.config import ConfigError
-    from recipes.grpo_blackjack.config import parse_config
 
     with pytest.raises(ConfigError, match=match):
         parse_config({"env": {"runtime": "ray", "ray": ray_section}})
 
 
 def test_recipe_ray_settings_become_fleet_options():
-    from recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
 
     cfg = parse_config({"env": {"runtime": "ray", "ray": {"address": "auto", "placement": "pack"}}})
     opts = cfg.env.ray.fleet_options()

@@ -32,8 +32,8 @@ def kill_node_after_first_batch(cluster, node, metrics: Path) -> threading.Threa
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["engine-on-driver", "2-rollout-workers"])
 def test_grpo_blackjack_on_ray_survives_a_node_kill(cluster, no_leaks, tmp_path, workers):
-    from recipes.grpo_blackjack.config import parse_config
-    from recipes.grpo_blackjack.train import run
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.train import run
 
     doomed = cluster.add_node(num_cpus=1, resources={f"doomed_train{workers}": 100})
     cluster.wait_for_nodes()

@@ -36,7 +36,7 @@ def test_a_terminal_gets_the_bar_and_a_pipe_gets_lines(capsys) -> None:
 
 
 def test_the_text_recipe_defaults_are_the_shipped_countdown_config() -> None:
-    from recipes.grpo_text.config import TextRecipeConfig, load_config
+    from openenv_train.recipes.grpo_text.config import TextRecipeConfig, load_config
 
     cfg = load_config(ROOT / "configs" / "grpo_text_countdown.yaml")
     assert cfg.model_dump() == TextRecipeConfig(name="grpo_text_countdown").model_dump()

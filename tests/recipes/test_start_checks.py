@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from recipes_helpers import run_cli
 
+from openenv_train.recipes.grpo_blackjack.config import parse_config as parse_blackjack
+from openenv_train.recipes.grpo_text.config import parse_config as parse_text
 from openenv_train.training.checks import normalize_report_to
 from openenv_train.training.config import ConfigError
-from recipes.grpo_blackjack.config import parse_config as parse_blackjack
-from recipes.grpo_text.config import parse_config as parse_text
 
 
 def test_report_to_as_a_string_is_a_list() -> None:
@@ -74,8 +74,8 @@ def test_docker_runtime_does_not_import_the_app_here() -> None:
 @pytest.mark.parametrize(
     ("env", "said"),
     [
-        ({"spec": "recipes.grpo_text.countdown:Nope"}, "env.spec: module 'recipes.grpo_text.countdown' has no attribute 'Nope'"),
-        ({"spec": "recipes.grpo_text.countdown:board"}, "env.spec: 'recipes.grpo_text.countdown:board' is not a TextEnvSpec subclass"),
+        ({"spec": "openenv_train.recipes.grpo_text.countdown:Nope"}, "env.spec: module 'openenv_train.recipes.grpo_text.countdown' has no attribute 'Nope'"),
+        ({"spec": "openenv_train.recipes.grpo_text.countdown:board"}, "env.spec: 'openenv_train.recipes.grpo_text.countdown:board' is not a TextEnvSpec subclass"),
         ({"spec": "no_such_env.spec:Spec"}, "env.spec: no module named 'no_such_env'"),
         ({"spec_kwargs": {"colour": 1}}, "env.spec_kwargs: CountdownSpec(...) failed"),
     ],
@@ -88,7 +88,7 @@ def test_a_wrong_env_spec_is_named(env: dict, said: str) -> None:
 
 def test_the_tiny_model_needs_words_and_the_warmup_needs_games(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "wordless.py").write_text(
-        "from recipes.grpo_text.countdown import CountdownSpec\n"
+        "from openenv_train.recipes.grpo_text.countdown import CountdownSpec\n"
         "class Wordless(CountdownSpec):\n    vocabulary = ()\n"
         "class Gameless(CountdownSpec):\n    random_episode = None\n"
     )
@@ -123,7 +123,7 @@ def test_a_failed_start_prints_one_line_and_leaves_no_run_folder(tmp_path: Path)
 
 def test_a_start_that_fails_after_the_checks_removes_its_run_folder(tmp_path: Path) -> None:
     from openenv_train.core.errors import ServerStartError
-    from recipes.grpo_text.train import run
+    from openenv_train.recipes.grpo_text.train import run
 
     cfg = parse_text(
         {

@@ -10,14 +10,18 @@ from typing import Any
 import pytest
 
 from openenv_train.policy.tiny import build_word_tokenizer
+from openenv_train.recipes.grpo_text.config import parse_config
+from openenv_train.recipes.grpo_text.countdown import CountdownAction, CountdownEnv, board
+from openenv_train.recipes.grpo_text.evaluate import (
+    evaluate_on_servers,
+    random_baseline,
+    seeded_spec,
+)
 from openenv_train.rollout.scripted import ScriptedPolicy
 from openenv_train.rollout.spec import TextEnvSpec
 from openenv_train.runtime import start_servers
-from recipes.grpo_text.config import parse_config
-from recipes.grpo_text.countdown import CountdownAction, CountdownEnv, board
-from recipes.grpo_text.evaluate import evaluate_on_servers, random_baseline, seeded_spec
 
-APP = "recipes.grpo_text.countdown:app"
+APP = "openenv_train.recipes.grpo_text.countdown:app"
 
 
 class ReadmeSpec(TextEnvSpec):

@@ -38,7 +38,9 @@ def test_hardened_by_default_and_stop_is_verified(engine, image_of):
         assert (
             labels[ce.LABEL_OWNER_PID] == str(os.getpid()) and labels[ce.LABEL_RUN_ID] == p.run_id
         )
-        with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through the port
+        with MCPToolClient(
+            p.base_url, mode="simulation"
+        ).sync() as client:  # a WebSocket session through the port
             client.reset()
             assert "echo_message" in [t.name for t in client.list_tools()]
     assert ce.list_exact(p._client, p.name) == []
@@ -195,7 +197,9 @@ def test_network_none_reaches_nothing_and_is_still_served(engine, image_of):
         ):
             assert p.base_url.startswith("http://127.0.0.1:")
             assert httpx.get(p.base_url + "/health").status_code == 200
-            with MCPToolClient(p.base_url).sync() as client:  # a WebSocket session through it
+            with MCPToolClient(
+                p.base_url, mode="simulation"
+            ).sync() as client:  # a WebSocket session through it
                 client.reset()
                 assert client.call_tool("echo_message", message="hi") == "hi"
             assert p.hardening().published == ()
@@ -213,3 +217,56 @@ def test_network_none_reaches_nothing_and_is_still_served(engine, image_of):
             out = container.exec_run(["python3", "-c", REACH, "8000", *ips])[1].decode()
             assert "reached" not in out, out  # nor another container's env server
     assert ce.list_exact(ce.connect(engine), p.name) == []
+
+
+OPEN_SESSION = (
+    "import json, os, sys, urllib.request, urllib.error\n"
+    "for url in sys.argv[1:]:\n"
+    "    for token in (None, os.environ.get('OPENENV_TRAIN_TOKEN')):\n"
+    "        headers = {'Content-Type': 'application/json'}\n"
+    "        if token:\n"
+    "            headers['Authorization'] = 'Bearer ' + token\n"
+    "        req = urllib.request.Request(url + '/reset', b'{}', headers)\n"
+    "        try:\n"
+    "            print('status', urllib.request.urlopen(req, timeout=5).status)\n"
+    "        except urllib.error.HTTPError as e:\n"
+    "            print('status', e.code)\n"
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_containers_of_one_group_cannot_open_sessions_on_each_other(engine, image_of):
+    """Issue 22 #5: several containers of one owner each require a token of their own, so one
+    (hostile code in it, or its own token) cannot open a session on another's server over the
+    shared network, while this process's clients still use every one of them."""
+    from openenv_train.runtime.servers import start_container_servers
+
+    with start_container_servers(None, 2, image=image_of(engine), engine=engine) as group:
+        a, b = group
+        assert a.token and b.token and a.token != b.token
+        for p in group:  # our own clients find each server's token by its URL
+            with MCPToolClient(p.base_url).sync() as client:
+                client.reset()
+                assert client.call_tool("echo_message", message="hi") == "hi"
+        attrs = b._client.api.inspect_container(b.name)
+        ips = [n["IPAddress"] for n in attrs["NetworkSettings"]["Networks"].values()]
+        urls = [f"http://{ip}:8000" for ip in ips if ip]
+        assert urls, attrs["NetworkSettings"]
+        container = a._client.containers.get(a.name)
+        out = container.exec_run(["python3", "-c", OPEN_SESSION, *urls])[1].decode()
+        statuses = [line.split()[1] for line in out.splitlines() if line.startswith("status")]
+        assert statuses and set(statuses) == {"401"}, out  # reached, and refused
+        assert httpx.post(b.base_url + "/reset", json={}).status_code == 401
+
+
+def test_a_token_given_by_the_user_is_kept(image_of):
+    from openenv_train.runtime.servers import start_container_servers
+
+    token = "user-chosen-token-0123456789"
+    with start_container_servers(None, 2, image=image_of("docker"), token=token) as group:
+        assert [p.token for p in group] == [token, token]
+        for p in group:
+            headers = {"Authorization": f"Bearer {token}"}
+            assert httpx.post(p.base_url + "/reset", json={}, headers=headers).status_code == 200
+    one = ContainerProvider(image_of("docker"))
+    assert one.token is None  # one container alone: as before (loopback-only port, no token)

@@ -18,7 +18,7 @@ from openenv_train.runtime import container_engine as ce
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
-def config(tmp_path: Path, image: str, grpo_extra: str = "") -> Path:
+def config(tmp_path: Path, image: str, grpo_extra: str = "", servers: int = 1) -> Path:
     cfg = tmp_path / "tiny_docker.yaml"
     cfg.write_text(
         f"""
@@ -27,7 +27,7 @@ name: docker_tiny
 output_dir: {tmp_path / "runs"}
 progress: false
 model: {{warmup_steps: 10, warmup_batch_size: 16}}
-env: {{num_servers: 1, runtime: docker, image: "{image}"}}
+env: {{num_servers: {servers}, runtime: docker, image: "{image}"}}
 grpo: {{max_steps: 1, per_device_train_batch_size: 8, num_generations: 4, logging_steps: 1{grpo_extra}}}
 eval: {{hands: 50, every: 1, periodic_hands: 20}}
 """
@@ -54,10 +54,11 @@ def left_by(pid: int) -> list[str]:
 
 
 def test_train_on_docker_containers_and_remove_them_at_the_end(tmp_path, image_of):
-    proc = train(config(tmp_path, image_of("docker", "blackjack_env")))
+    """Two containers: each requires a token of its own, which the rollouts and evals use."""
+    proc = train(config(tmp_path, image_of("docker", "blackjack_env"), servers=2))
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
-    assert "started 1 docker env server(s)" in out and "after 1 GRPO steps" in out
+    assert "started 2 docker env server(s)" in out and "after 1 GRPO steps" in out
     assert left_by(proc.pid) == []
 
 
@@ -86,7 +87,7 @@ def test_a_crash_after_the_servers_started_removes_them(tmp_path, image_of):
 
 def test_config_names_the_missing_image(tmp_path):
     sys.path.insert(0, str(ROOT))
-    from recipes.grpo_blackjack.config import load_config
+    from openenv_train.recipes.grpo_blackjack.config import load_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("recipe: grpo_blackjack\nenv: {runtime: podman}\n")

@@ -28,9 +28,12 @@ OPEN_FDS = (
 )
 ADD = "\ndef add(a, b):\n    return a + b\n"
 VICTIM_SECRET = "victim-secret-7f3a"
+#: in a file only the server's uid may read (mode 0600), which no run may read
+SERVER_SECRET = "server-secret-4b1e"
 VICTIM = (
     f"print({VICTIM_SECRET!r})\n"
     "import time\n"
+    f"try:\n    open('victim-note', 'w').write({VICTIM_SECRET!r})\nexcept OSError:\n    pass\n"
     "def add(a, b):\n    time.sleep(0.15)\n    return a + b\n"
 )
 
@@ -146,6 +149,43 @@ ATTACKS: dict[str, str] = {
         "print('SEEN', seen)\n" + ADD
     ),
     "exec_a_shell": "import os\nos.execv('/bin/sh', ['sh', '-c', 'sleep 30'])\n" + ADD,
+    # issue 22, still open after the first round: reads of the server's files, scratch space
+    "read_server_files": (
+        "import os\nfor p in (SECRET_PATH, '/proc/%d/environ' % os.getppid(), '/etc/passwd'):\n"
+        "    try:\n        print('READ', p, open(p).read()[:300])\n    except OSError:\n"
+        "        pass\n" + ADD
+    ),
+    "read_other_sessions_scratch": FIND_VICTIMS
+    + (
+        "import glob\nseen = []\nfor _ in range(30):\n"
+        "    for p in glob.glob(os.path.join(os.path.dirname(os.getcwd()), 'coding-scratch-*', '*')):\n"
+        "        try:\n            seen.append(open(p).read())\n        except OSError:\n"
+        "            pass\n    time.sleep(0.01)\nprint('SEEN', seen)\n" + ADD
+    ),
+    "scratch_works": (
+        "import os, tempfile\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'kept')\n"
+        "    f.flush()\n    assert open(f.name, 'rb').read() == b'kept'\n"
+        "open('notes.txt', 'w').write('x')\nos.replace('notes.txt', 'notes2.txt')\n"
+        "os.unlink('notes2.txt')\n" + ADD
+    ),
+    "fill_scratch": (
+        "for i in range(2000):\n    try:\n        with open('fill-%d' % i, 'wb') as f:\n"
+        "            f.write(b'x' * 2**20)\n    except OSError:\n        pass\n" + ADD
+    ),
+    "many_scratch_files": (
+        "for i in range(100000):\n    try:\n        open('f%d' % i, 'w').close()\n"
+        "    except OSError:\n        pass\n" + ADD
+    ),
+    "write_outside_the_scratch": (
+        "import os\n"
+        f"targets = ['/tmp/{MARKER}-w', '/dev/shm/{MARKER}-w', '../{MARKER}-w', RUNNER_PATH]\n"
+        "open('mine', 'w').write('x')\n"
+        "for t in targets:\n"
+        "    for how in (lambda: open(t, 'a').write('x'), lambda: os.rename('mine', t),\n"
+        "                lambda: os.truncate(t, 0), lambda: open(t, 'rb+').truncate(0),\n"
+        "                lambda: os.link(t, 'linked'), lambda: os.mkdir(t)):\n"
+        "        try:\n            how()\n        except OSError:\n            pass\n" + ADD
+    ),
 }
 
 
@@ -177,6 +217,9 @@ EXPECTED_STATUS = {
     "host_unix_socket": "load_error",
     "exec_a_shell": "load_error",
     "rewrite_the_runner": "load_error",
+    "scratch_works": "ok",
+    "fill_scratch": "scratch_limit",
+    "many_scratch_files": "scratch_limit",
 }
 
 
@@ -188,6 +231,7 @@ def check_invariants(outcome: Outcome) -> None:
     assert not outcome.runner_changed, outcome
     assert outcome.unix_connections == 0, outcome
     assert VICTIM_SECRET not in outcome.output, outcome
+    assert SERVER_SECRET not in outcome.output, outcome
     if outcome.attack in EXPECTED_STATUS:
         assert outcome.status == EXPECTED_STATUS[outcome.attack], outcome
 
@@ -214,14 +258,25 @@ def sandbox_processes(runner: Path) -> list[int]:
 
 
 def left_files() -> list[str]:
+    """Files an attack left: its marked files, and any run's scratch folder (the tests give the
+    server a scratch root of its own, so another process's runs are not counted)."""
+    from coding_env.sandbox import scratch_root
+
+    scratch = glob.glob(os.path.join(scratch_root(), "coding-scratch-*"))
     return sorted(
-        glob.glob(f"/tmp/{MARKER}*") + glob.glob(f"/dev/shm/{MARKER}*") + glob.glob("/output")
+        glob.glob(f"/tmp/{MARKER}*")
+        + glob.glob(f"/dev/shm/{MARKER}*")
+        + glob.glob("/output")
+        + scratch
     )
 
 
-def program(attack: str, unix_socket: str = "/nonexistent") -> str:
+def program(attack: str, unix_socket: str = "/nonexistent", secret: str = "/nonexistent") -> str:
     """The attack's source, with the paths it aims at filled in."""
-    head = f"RUNNER_PATH = {str(runner_path())!r}\nUNIX_SOCKET_PATH = {unix_socket!r}\n"
+    head = (
+        f"RUNNER_PATH = {str(runner_path())!r}\nUNIX_SOCKET_PATH = {unix_socket!r}\n"
+        f"SECRET_PATH = {secret!r}\n"
+    )
     return head + ATTACKS[attack]
 
 
@@ -229,15 +284,20 @@ def run_round(
     attack: str,
     submit: Callable[[str], tuple[float, str, str]] | None = None,
     source: str | None = None,
+    secret_path: str | None = None,
 ) -> Outcome:
     """Run ``attack`` (or ``source``, a program of its own, under that label) while a victim session runs an honest submission; ``submit(code)`` returns
     ``(reward, status, output)`` (default: ``run_tests`` in this process). A world-writable unix
-    socket listens meanwhile: ``unix_connections`` counts who reached it."""
+    socket listens meanwhile: ``unix_connections`` counts who reached it. ``SERVER_SECRET`` is in
+    a file only this uid may read (``secret_path`` where the server runs elsewhere)."""
     submit = submit or _submit_here
     runner = runner_path()
     digest = hashlib.sha256(runner.read_bytes()).hexdigest()
     victim: dict[str, tuple[float, str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="coding-listener-") as folder:
+        secret = os.path.join(folder, "secret")
+        with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(SERVER_SECRET)
         os.chmod(folder, 0o777)
         path = os.path.join(folder, "s")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
@@ -248,7 +308,7 @@ def run_round(
             thread = threading.Thread(target=lambda: victim.setdefault("r", submit(VICTIM)))
             thread.start()
             time.sleep(0.05)
-            code = program(attack, path) if source is None else source
+            code = program(attack, path, secret_path or secret) if source is None else source
             reward, status, output = submit(code)
             thread.join()
             connections = 0

@@ -24,15 +24,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from attacks import ATTACKS, Outcome, check_invariants, run_round
+from attacks import ATTACKS, SERVER_SECRET, Outcome, check_invariants, run_round
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 NON_ROOT_UID = 10001
 
 
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A scratch root for this test alone (runs' scratch folders are made there, so the leftover
+    check counts only this test's): traversable by the runs' uids, like /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix="coding-private-tmp-"))
+    folder.chmod(0o711)
+    monkeypatch.setenv("CODING_SCRATCH_DIR", str(folder))
+    yield folder
+    shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_attack_as_root(attack: str) -> None:
+def test_attack_as_root(attack: str, private_tmp: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("this process is not root: test_attack_non_root covers this mode")
     check_invariants(run_round(attack))
@@ -51,8 +62,12 @@ def _python_for(uid: int, pythonpath: str) -> str:
     pytest.fail(f"no Python that uid {uid} can run with pydantic: tried {candidates}")
 
 
-def _as_uid(uid: int, argv: list[str], pythonpath: str, timeout: float = 30):
+def _as_uid(
+    uid: int, argv: list[str], pythonpath: str, timeout: float = 30, tmpdir: str | None = None
+):
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "LANG": "C.UTF-8"}
+    if tmpdir is not None:
+        env["CODING_SCRATCH_DIR"] = tmpdir
     cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -74,13 +89,14 @@ def _run_driver_as(uid: int, install: Path) -> dict[str, Outcome]:
     shutil.copytree(ROOT / "envs" / "coding_env" / "coding_env", install / "coding_env")
     shutil.copy(HERE / "attacks.py", install / "attacks.py")
     shutil.copy(HERE / "attack_driver.py", install / "attack_driver.py")
+    (install / "tmp").mkdir()
     for path in [install, *install.rglob("*")]:
         os.chown(path, uid, uid)
     site = next(p for p in sys.path if p.endswith("site-packages"))
     pythonpath = f"{install}:{ROOT}:{site}"
     python = _python_for(uid, pythonpath)
     argv = [python, str(install / "attack_driver.py")]
-    done = _as_uid(uid, argv, pythonpath, timeout=600)
+    done = _as_uid(uid, argv, pythonpath, timeout=600, tmpdir=str(install / "tmp"))
     assert done.returncode == 0, done.stderr[-3000:]
     outcomes = [Outcome(**json.loads(line)) for line in done.stdout.splitlines()]
     return {o.attack: o for o in outcomes}
@@ -110,7 +126,17 @@ def coding_container(request: pytest.FixtureRequest) -> Iterator[tuple[str, obje
     build_image(ROOT / "envs" / "coding_env", tag, base_image=BASE_IMAGE, engine=engine)
     env = {"CODING_CPU_SECONDS": "2", "CODING_WALL_SECONDS": "6"}
     with ContainerProvider(tag, engine=engine, env=env, startup_timeout=120) as provider:
-        yield provider.base_url, client.containers.get(provider.name)
+        container = client.containers.get(provider.name)
+        done = container.exec_run(["python3", "-c", _WRITE_SECRET])  # as the server's uid
+        assert done.exit_code == 0, done.output
+        yield provider.base_url, container
+
+
+CONTAINER_SECRET = "/tmp/server-secret"
+_WRITE_SECRET = (
+    f"import os; fd = os.open({CONTAINER_SECRET!r}, os.O_WRONLY | os.O_CREAT, 0o600); "
+    f"os.write(fd, {SERVER_SECRET.encode()!r})"
+)
 
 
 def _container_submit(url: str):
@@ -136,7 +162,8 @@ for pid in filter(str.isdigit, os.listdir('/proc')):
             runs.append(int(pid))
     except OSError:
         pass
-print(json.dumps([runs, os.listdir('/tmp') + os.listdir('/dev/shm')]))
+files = [n for n in os.listdir('/tmp') + os.listdir('/dev/shm') if n != 'server-secret']
+print(json.dumps([runs, files]))
 """
 
 
@@ -146,7 +173,12 @@ def _container_leftovers(container) -> tuple[list[int], list[str]]:
     deadline = time.monotonic() + 3
     while True:
         found = container.exec_run(["python3", "-c", _LEFTOVERS]).output.decode()
-        runs, files = json.loads(found.strip().splitlines()[-1])
+        lines = found.strip().splitlines()
+        if not lines:  # an exec that printed nothing (seen on Podman under load): ask again
+            assert time.monotonic() < deadline, "the leftover probe printed nothing"
+            time.sleep(0.1)
+            continue
+        runs, files = json.loads(lines[-1])
         if not runs or time.monotonic() > deadline:
             return runs, files
         time.sleep(0.1)
@@ -155,7 +187,7 @@ def _container_leftovers(container) -> tuple[list[int], list[str]]:
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_attack_in_the_container(attack: str, coding_container) -> None:
     url, container = coding_container
-    outcome = run_round(attack, submit=_container_submit(url))
+    outcome = run_round(attack, submit=_container_submit(url), secret_path=CONTAINER_SECRET)
     outcome.left_processes, outcome.left_files = [], []  # the host's view says nothing here
     check_invariants(outcome)
     extra, files = _container_leftovers(container)

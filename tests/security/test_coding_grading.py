@@ -77,7 +77,7 @@ def test_an_unsupported_architecture_is_refused_by_name() -> None:
 
 def test_a_sandbox_that_cannot_start_is_an_error_not_a_reward(monkeypatch) -> None:
     """A filter the kernel rejects: the runner refuses to run the code, and the server raises."""
-    monkeypatch.setattr(sandbox_module, "build_filter", lambda pid: b"\xff" * 8)
+    monkeypatch.setattr(sandbox_module, "build_filter", lambda pid, **_: b"\xff" * 8)
     with pytest.raises(SandboxUnavailable, match="the coding sandbox could not start"):
         run_tests("def add(a, b):\n    return a + b", TASKS_BY_ID["add"].tests)
 

@@ -29,7 +29,7 @@ def active(server) -> int:
 
 async def test_our_client_simulation_sends_tools_as_ws_step_actions(recorded):
     server, rec = recorded
-    async with MCPToolClient(server.url) as env:
+    async with MCPToolClient(server.url, mode="simulation") as env:
         assert {t.name for t in await env.list_tools()} == {"deposit", "balance", "explode"}
         assert await env.call_tool("deposit", amount=3) == 3
     assert rec.routes("step:list_tools") == {"ws /ws"}

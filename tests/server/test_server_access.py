@@ -123,6 +123,41 @@ async def test_our_clients_send_the_token(serve_app):
         await EnvClient(s.url, token="x" * 32).connect()
 
 
+async def test_clients_use_the_token_remembered_for_their_server(serve_app, monkeypatch):
+    """A runtime that gives a server a token of its own remembers it by URL; our clients send
+    it without being told (before the environment's token), and stop once it is forgotten."""
+    from openenv_train.client.mcp_http import McpHttpSession
+    from openenv_train.core.auth import (
+        forget_server_token,
+        register_server_token,
+        register_server_tokens,
+        server_tokens,
+    )
+
+    s = serve_app(counter_app(token=TOKEN))
+    monkeypatch.setenv("OPENENV_TRAIN_TOKEN", "another-token-0123456789abcdef")
+    register_server_token(s.url + "/", TOKEN)
+    try:
+        assert server_tokens([s.url, "http://127.0.0.1:1"]) == {s.url: TOKEN}
+        async with CounterClient(s.url) as client:
+            assert (await client.reset(seed=4)).observation.total == 4
+        session = McpHttpSession(s.url)
+        try:
+            assert await session.request("openenv/session/create")  # past the gate
+        finally:
+            await session.close()
+    finally:
+        forget_server_token(s.url)
+    with pytest.raises(ServerUnreachableError, match="token was refused"):
+        await CounterClient(s.url).connect()  # the environment's token is not this server's
+    register_server_tokens({s.url: TOKEN})  # what a child process does with its parent's map
+    try:
+        async with CounterClient(s.url) as client:
+            assert (await client.reset(seed=5)).observation.total == 5
+    finally:
+        forget_server_token(s.url)
+
+
 class _Records(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)

@@ -56,7 +56,7 @@ def test_tools_come_from_signatures_and_docstrings():
 
 @pytest.mark.parametrize("bad", ["reset", "step", "state", "close"])
 def test_reserved_tool_names_fail_at_class_definition(bad):
-    with pytest.raises(TypeError, match="reserved"):
+    with pytest.raises(ValueError, match="reserved"):
 
         class Bad(MCPEnvironment):
             @tool(name=bad)
@@ -75,17 +75,17 @@ def test_tool_needs_type_hints():
 
 async def test_call_tool_errors_are_observations():
     env = GameTools()
-    obs = await env.step(CallToolAction(tool_name="nope"))
+    obs = await env.step_async(CallToolAction(tool_name="nope"))
     assert obs.error.error_type.value == "tool_not_found" and "add" in obs.error.message
-    obs = await env.step(CallToolAction(tool_name="add", arguments={"a": "x", "c": 1}))
+    obs = await env.step_async(CallToolAction(tool_name="add", arguments={"a": "x", "c": 1}))
     assert obs.error.error_type.value == "invalid_args"
     assert "'a'" in obs.error.message and "'c'" in obs.error.message
-    obs = await env.step(CallToolAction(tool_name="explode"))
+    obs = await env.step_async(CallToolAction(tool_name="explode"))
     assert obs.error.error_type.value == "execution_error" and "boom" in obs.error.message
-    obs = await env.step(CallToolAction(tool_name="add", arguments={"a": 2}))
+    obs = await env.step_async(CallToolAction(tool_name="add", arguments={"a": 2}))
     assert obs.error is None and obs.result == 3 and obs.reward == 3.0
     with pytest.raises(TypeError, match="handle_action"):
-        await env.step(AddAction(n=1))
+        await env.step_async(AddAction(n=1))
 
 
 async def test_handle_action_hook():
@@ -96,7 +96,7 @@ async def test_handle_action_hook():
         def handle_action(self, action, **kw):  # type: ignore[no-untyped-def]
             return Observation(reward=float(action.n))
 
-    assert (await Mixed().step(AddAction(n=4))).reward == 4.0
+    assert (await Mixed().step_async(AddAction(n=4))).reward == 4.0
 
 
 # ---- over /ws as step actions -------------------------------------------------------------

@@ -10,8 +10,8 @@ from pathlib import Path
 
 
 def _run(tmp_path: Path, name: str) -> list[dict]:
-    from recipes.grpo_blackjack.config import parse_config
-    from recipes.grpo_blackjack.train import run
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
+    from openenv_train.recipes.grpo_blackjack.train import run
 
     cfg = parse_config(
         {

@@ -87,7 +87,7 @@ def test_schema_types_defaults_and_bad_names() -> None:
     assert method.__doc__.startswith("Move a piece.") and "steps: How far." in method.__doc__
     for bad in ("reset", "_private", "with-dash", "class"):
         with pytest.raises(ValueError, match=repr(bad)):
-            tool_method(Tool(name=bad))
+            tool_method(Tool(name=bad, description="", input_schema={}))
 
 
 def test_no_server_url_is_a_clear_error() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from openenv_train.recipes.grpo_guess_number.config import load_config, parse_config
+from openenv_train.recipes.grpo_guess_number.tool_model import build_tool_model, random_conversation
 from openenv_train.training.config import ConfigError
-from recipes.grpo_guess_number.config import load_config, parse_config
-from recipes.grpo_guess_number.tool_model import build_tool_model, random_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,8 @@ def test_template_supports_tools_and_round_trips(tool_model) -> None:
 
 
 def test_the_chat_warmup_teaches_the_tool_call_format() -> None:
+    from openenv_train.recipes.grpo_guess_number.evaluate import evaluate_model
     from openenv_train.training import chat_warmup
-    from recipes.grpo_guess_number.evaluate import evaluate_model
 
     model, tok = build_tool_model(1, 16, 5, True, seed=0)
     before = evaluate_model(model, tok, 32, 7, 1, 16, 5, True)
@@ -68,8 +68,8 @@ def test_the_chat_warmup_teaches_the_tool_call_format() -> None:
 def test_environment_class_plays_a_real_server() -> None:
     from guess_number_env import GuessGame
 
+    from openenv_train.recipes.grpo_guess_number.train import environment_class
     from openenv_train.runtime import LocalProcessProvider
-    from recipes.grpo_guess_number.train import environment_class
 
     with LocalProcessProvider("guess_number_env.server.app:app", startup_timeout=120) as server:
         env = environment_class([server.base_url])()
@@ -100,7 +100,7 @@ def test_config_errors_name_the_key(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_recipe_runs_end_to_end_at_tiny_size(tmp_path: Path) -> None:
-    from recipes.grpo_guess_number.train import run
+    from openenv_train.recipes.grpo_guess_number.train import run
 
     cfg = load_config(ROOT / "configs" / "grpo_guess_number_cpu.yaml")
     cfg.output_dir, cfg.progress = str(tmp_path), False
@@ -116,7 +116,7 @@ def test_recipe_runs_end_to_end_at_tiny_size(tmp_path: Path) -> None:
         run_dir / "model" / "tokenizer.json"
     ).is_file()
     assert (run_dir / "metrics.jsonl").read_text().count('"eval"') == 3
-    from recipes.grpo_guess_number.evaluate import evaluate_saved_model
+    from openenv_train.recipes.grpo_guess_number.evaluate import evaluate_saved_model
 
     rows = evaluate_saved_model(run_dir / "model", episodes=16)  # the game settings of the run
     assert rows["model"]["solve_rate"] == summary["after"]["solve_rate"]  # same 16 seeded games

@@ -16,9 +16,9 @@ from blackjack_env.text_spec import VOCABULARY
 from openenv_train.cli.main import main as cli
 from openenv_train.policy import lora
 from openenv_train.policy.tiny import build_tiny_model, load_tiny_model
+from openenv_train.recipes.grpo_blackjack.config import load_config, parse_config
 from openenv_train.training.config import ConfigError
 from openenv_train.training.overlap import WeightMailbox
-from recipes.grpo_blackjack.config import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,7 +66,7 @@ def test_full_fine_tuning_still_publishes_everything() -> None:
 
 @pytest.mark.slow
 def test_a_lora_run_saves_the_adapter_and_export_merges_it(tmp_path: Path) -> None:
-    from recipes.grpo_blackjack.train import run
+    from openenv_train.recipes.grpo_blackjack.train import run
 
     data = yaml.safe_load((ROOT / "configs" / "grpo_blackjack_lora_cpu.yaml").read_text())
     data.update(output_dir=str(tmp_path), progress=False)
@@ -96,9 +96,9 @@ def test_environment_factory_trains_a_qwen3_with_lora_on_a_real_server(
     """model.path = a saved random Qwen3 (BPE tokenizer, Qwen3's own template): the recipe keeps
     the template, TRL parses the model's <tool_call> JSON and calls the env's tool."""
     from openenv_train.policy.chat_models import build_chat_model, save_chat_model
-    from recipes.grpo_guess_number import train as recipe
-    from recipes.grpo_guess_number.config import load_config as load_gn
-    from recipes.grpo_guess_number.tool_model import corpus
+    from openenv_train.recipes.grpo_guess_number import train as recipe
+    from openenv_train.recipes.grpo_guess_number.config import load_config as load_gn
+    from openenv_train.recipes.grpo_guess_number.tool_model import corpus
 
     model, tok = build_chat_model("qwen3", corpus(1, 16, 5, True, games=50), seed=0)
     save_chat_model(model, tok, tmp_path / "qwen3")
@@ -154,7 +154,7 @@ def test_the_gpu_configs_load_and_name_a_gpu() -> None:
     assert len(gpu) >= 3
     for path in gpu:
         recipe = yaml.safe_load(path.read_text())["recipe"]
-        cfg = importlib.import_module(f"recipes.{recipe}.config").load_config(path)
+        cfg = importlib.import_module(f"openenv_train.recipes.{recipe}.config").load_config(path)
         assert cfg.recipe == recipe, path.name
 
 

@@ -177,7 +177,7 @@ def test_in_loss_ratio_equals_trls_own_correction(
 def test_the_async_cpu_config_is_the_default_plus_overlap() -> None:
     from pathlib import Path
 
-    from recipes.grpo_blackjack.config import load_config
+    from openenv_train.recipes.grpo_blackjack.config import load_config
 
     configs = Path(__file__).resolve().parents[2] / "configs"
     base = load_config(configs / "grpo_blackjack_cpu.yaml").model_dump()

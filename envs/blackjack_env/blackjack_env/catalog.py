@@ -10,4 +10,5 @@ CATALOG_ENTRY = EnvEntry(
     action_path="blackjack_env.models:BlackjackAction",
     observation_path="blackjack_env.models:BlackjackObservation",
     state_path="blackjack_env.models:BlackjackState",
+    text_spec_path="blackjack_env.text_spec:BlackjackTextSpec",
 )

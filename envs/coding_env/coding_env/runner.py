@@ -1,9 +1,12 @@
 """The child side of the sandbox: run as ``python -I -S runner.py`` with a JSON job on stdin.
 
-Order matters: limits first, then (as root) the drop to this run's own uid, then the process is
-made non-dumpable (no other process of its uid can read its memory or open its /proc files),
-then the system-call filter built by the server is installed (``coding_env.seccomp``), and only
-then is the submission loaded. The runner does not grade: for each test it evaluates the call
+Order matters: limits first, then the Landlock ruleset decided by the server is built
+(``coding_env.landlock``: what the run may read and write; built while the runner can still open
+every folder it names), then (as root) the drop to this run's own uid, then the move into the
+run's scratch folder, then the process is made non-dumpable (no other process of its uid can read
+its memory or open its /proc files), then the ruleset and the system-call filter built by the
+server (``coding_env.seccomp``) are enforced, and only then is the submission loaded.
+The runner does not grade: for each test it evaluates the call
 and writes the ``repr`` of the value (built-in types only) to the results pipe; the server
 compares. Standard library only (``-I`` keeps this file's folder off ``sys.path``).
 """
@@ -15,6 +18,9 @@ import resource
 import sys
 
 PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 4, 38, 22, 2
+LANDLOCK_CREATE_RULESET, LANDLOCK_ADD_RULE, LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_RULE_PATH_BENEATH = 1
+O_PATH, O_CLOEXEC = 0o10000000, 0o2000000
 PLAIN = (bool, int, float, complex, str, bytes, type(None))
 CONTAINERS = (list, tuple, set, frozenset, dict)
 
@@ -25,7 +31,7 @@ def _limits(job):
     for name, value in (
         ("RLIMIT_CPU", (cpu, cpu + 1)),
         ("RLIMIT_AS", (mb, mb)),
-        ("RLIMIT_FSIZE", (0, 0)),
+        ("RLIMIT_FSIZE", (job["scratch_bytes"], job["scratch_bytes"])),
         ("RLIMIT_NOFILE", (32, 32)),
         ("RLIMIT_CORE", (0, 0)),
     ):
@@ -36,8 +42,8 @@ def _limits(job):
 #: (e.g. a Python installed under /root), and tasks may use any of these.
 PRELOAD = (
     "array bisect collections copy dataclasses decimal enum fractions functools heapq itertools "
-    "json math operator random re signal socket statistics string subprocess threading time "
-    "typing unicodedata"
+    "json math operator random re signal socket statistics string subprocess tempfile threading "
+    "time typing unicodedata"
 ).split()
 
 
@@ -50,29 +56,70 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _landlock_ruleset(libc, ruleset):
+    """The server's Landlock rules as a ruleset fd (built before the uid drop: the run's uid may
+    not be able to open the interpreter's folders by itself, e.g. a Python under /root)."""
+    handled = ctypes.c_uint64(ruleset["handled"])
+    fd = libc.syscall(LANDLOCK_CREATE_RULESET, ctypes.byref(handled), ctypes.c_size_t(8), 0)
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    for path, access in ruleset["rules"]:
+        parent = os.open(path, O_PATH | O_CLOEXEC)
+        try:
+            rule = _PathBeneath(access, parent)
+            if libc.syscall(
+                LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0
+            ):
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule({path}) failed")
+        finally:
+            os.close(parent)
+    return fd
+
+
+def _landlock_restrict(libc, fd):
+    """From now on only the granted paths can be opened, by this process and for good."""
+    try:
+        if libc.syscall(LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(fd)
+
+
 def _isolate(job):
-    """Drop to the run's uid (root only), then no dumping, no new privileges, the filter."""
+    """Drop to the run's uid (root only), into the scratch folder, then no dumping, no new
+    privileges, the Landlock rules, the filter."""
     for name in PRELOAD:
         try:
             __import__(name)
         except ImportError:
             pass
     libc = ctypes.CDLL(None, use_errno=True)
+    rules = _landlock_ruleset(libc, job["landlock"]) if job["landlock"] is not None else None
     if os.geteuid() == 0:
         os.setgroups([])
         os.setgid(job["uid"])
         os.setuid(job["uid"])
+    if job["scratch"]:
+        os.chdir(job["scratch"])
     code = bytes.fromhex(job["filter"])
     count = len(code) // 8
     records = (_SockFilter * count).from_buffer_copy(code)
     prog = _SockFprog(count, records)
-    for option, args in (
-        (PR_SET_DUMPABLE, (0, 0, 0, 0)),
-        (PR_SET_NO_NEW_PRIVS, (1, 0, 0, 0)),
-        (PR_SET_SECCOMP, (SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0)),
-    ):
-        if libc.prctl(option, *(ctypes.c_ulong(a) for a in args)) != 0:
+
+    def prctl(option, *args):
+        if libc.prctl(option, *(ctypes.c_ulong(a) for a in (*args, 0, 0, 0, 0)[:4])) != 0:
             raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+    prctl(PR_SET_DUMPABLE, 0)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)  # Landlock and the filter both need it
+    if rules is not None:
+        _landlock_restrict(libc, rules)
+    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))
 
 
 def _plain(value, depth=0):

@@ -8,6 +8,11 @@ Every run, in every mode (root, non-root, inside the env's container):
   leaves nothing behind, and nothing is written anywhere to clean up;
 - CPU seconds (``RLIMIT_CPU``), an address-space cap (``RLIMIT_AS``), a wall-clock deadline, an
   empty environment (no tokens), 32 open files, no core dumps;
+- a filesystem view of its own where the kernel has Landlock (``coding_env.landlock``): it reads
+  the standard library and system libraries only, and writes only its scratch folder, a fresh
+  folder per run under ``scratch_root()`` (its ``TMPDIR`` and working directory), bounded in
+  bytes and files (``scratch_bytes``, ``scratch_files``: a run over either fails with
+  ``scratch_limit``) and removed when the run ends; without Landlock it writes nothing;
 - its output and its results come back on pipes this process owns, read with a bound (more
   output than ``output_bytes`` kills the run); no file is shared with the submission;
 - it is made non-dumpable, so no other process of its uid can read its memory or its /proc files;
@@ -26,14 +31,18 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
+from . import landlock
 from .grading import MAX_VALUE_CHARS, Check, grade, parse_test
 from .seccomp import build_filter
 
@@ -41,6 +50,8 @@ RUNNER = Path(__file__).with_name("runner.py")
 _UID_RANGE = (200_000, 2_000_000)
 _UIDS_IN_USE: set[int] = set()
 _UIDS_LOCK = threading.Lock()
+#: how often a running submission's scratch folder is measured against its bounds
+SCRATCH_CHECK_S = 0.02
 
 
 class SandboxUnavailable(RuntimeError):
@@ -56,6 +67,8 @@ class Limits:
     output_bytes: int = 65_536
     wall_seconds: float = 5.0
     source_bytes: int = 65_536
+    scratch_bytes: int = 8 * 2**20
+    scratch_files: int = 64
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -74,14 +87,20 @@ class Limits:
             memory_mb=int(num("CODING_MEMORY_MB", 256, int)),
             output_bytes=int(num("CODING_OUTPUT_BYTES", 65_536, int)),
             wall_seconds=float(num("CODING_WALL_SECONDS", 5.0, float)),
+            scratch_bytes=int(num("CODING_SCRATCH_MB", 8, int)) * 2**20,
+            scratch_files=int(num("CODING_SCRATCH_FILES", 64, int)),
         )
 
 
 @dataclass
 class RunResult:
     """What happened. ``status``: ok, load_error (the source raised, e.g. MemoryError), timeout
-    (wall clock), cpu_limit (killed for CPU time), output_limit (printed too much), crashed
-    (exited or was killed early), protocol_error (wrote something else on its result pipe)."""
+    (wall clock), cpu_limit (killed for CPU time), output_limit (printed too much),
+    scratch_limit (wrote more than its scratch bounds), crashed (exited or was killed early),
+    protocol_error (wrote something else on its result pipe). ``filesystem``: ``landlock`` (its
+    own view and scratch), ``landlock-read-only`` (no scratch: the kernel's Landlock is older
+    than ABI 3) or ``unrestricted-reads`` (no Landlock: no writes, reads what the server's uid
+    reads)."""
 
     passed: int
     total: int
@@ -90,6 +109,7 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
     output: str = ""
     seconds: float = 0.0
+    filesystem: str = "landlock"
 
     @property
     def fraction(self) -> float:
@@ -151,7 +171,70 @@ class _Streams:
 
     results: bytes = b""
     output: bytes = b""
-    stopped: str = ""  # "", "timeout", "output_limit", "result_limit"
+    stopped: str = ""  # "", "timeout", "output_limit", "result_limit", "scratch_limit"
+
+
+@cache
+def landlock_abi() -> int:
+    """This kernel's Landlock ABI (0: none), probed once per process."""
+    return landlock.abi()
+
+
+def filesystem_mode() -> str:
+    """How runs see the filesystem here (``RunResult.filesystem``)."""
+    version = landlock_abi()
+    if version >= landlock.SCRATCH_ABI:
+        return "landlock"
+    return "landlock-read-only" if version else "unrestricted-reads"
+
+
+def scratch_root() -> str:
+    """Where runs' scratch folders are made: ``CODING_SCRATCH_DIR``, else ``/dev/shm`` (memory:
+    a folder made and removed there costs microseconds, on a disk milliseconds), else the
+    server's temp folder. In root mode it must be traversable by other uids, as these are."""
+    chosen = os.environ.get("CODING_SCRATCH_DIR", "").strip()
+    if chosen:
+        return chosen
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
+        return "/dev/shm"
+    return tempfile.gettempdir()
+
+
+@dataclass
+class _Scratch:
+    """One run's writable folder: made by the server, bounded while the run runs, then removed."""
+
+    path: str
+    max_bytes: int
+    max_files: int
+
+    @classmethod
+    def make(cls, uid: int | None, limits: Limits) -> _Scratch:
+        path = tempfile.mkdtemp(prefix="coding-scratch-", dir=scratch_root())  # mode 0700
+        if uid is not None:
+            os.chown(path, uid, uid)
+        return cls(path, limits.scratch_bytes, limits.scratch_files)
+
+    def over(self) -> bool:
+        """True once the run holds more bytes or files here than its bounds (only regular files
+        can exist: the Landlock rules grant nothing else)."""
+        used = files = 0
+        with os.scandir(self.path) as entries:
+            for entry in entries:
+                files += 1
+                try:
+                    used += entry.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:
+                    continue  # removed meanwhile
+                if files > self.max_files or used > self.max_bytes:
+                    return True
+        return False
+
+    def remove(self) -> None:
+        try:
+            os.rmdir(self.path)  # the usual case: the run wrote nothing (cheaper than rmtree)
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)  # the run is dead: nothing writes now
 
 
 def run_tests(
@@ -169,20 +252,36 @@ def run_tests(
     if not root:
         _make_undumpable()
     uid = _claim_uid() if root else os.getuid()
+    version = landlock_abi()
     started = time.monotonic()
+    scratch = None
     try:
-        proc, streams = _run(source, checks, limits, uid)
+        if version >= landlock.SCRATCH_ABI:
+            scratch = _Scratch.make(uid if root else None, limits)
+        rules = landlock.ruleset(version, scratch and scratch.path) if version else None
+        proc, streams = _run(source, checks, limits, uid, scratch, rules)
     finally:
+        if scratch is not None:
+            scratch.remove()
         if root:
             _release_uid(uid)
-    return _summarise(streams, checks, proc.returncode, limits, time.monotonic() - started)
+    secs = time.monotonic() - started
+    return _summarise(streams, checks, proc.returncode, limits, secs, filesystem_mode())
 
 
 def _run(
-    source: str, checks: list[Check], limits: Limits, uid: int
+    source: str,
+    checks: list[Check],
+    limits: Limits,
+    uid: int,
+    scratch: _Scratch | None,
+    rules: landlock.Ruleset | None,
 ) -> tuple[subprocess.Popen[bytes], _Streams]:
     result_r, result_w = os.pipe()
     out_r, out_w = os.pipe()
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    if scratch is not None:
+        env.update(TMPDIR=scratch.path, HOME=scratch.path)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-B", str(RUNNER)],
@@ -190,7 +289,7 @@ def _run(
             stdout=out_w,
             stderr=out_w,
             cwd="/",
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            env=env,
             pass_fds=(result_w,),
             start_new_session=True,
             close_fds=True,
@@ -205,11 +304,16 @@ def _run(
         "memory_mb": limits.memory_mb,
         "uid": uid,
         "result_fd": result_w,
-        "filter": build_filter(proc.pid).hex(),
+        "filter": build_filter(proc.pid, scratch=scratch is not None).hex(),
         "max_value_chars": MAX_VALUE_CHARS,
+        "scratch": scratch and scratch.path,
+        "scratch_bytes": limits.scratch_bytes if scratch is not None else 0,
+        "landlock": rules and rules.as_job(),
     }
     try:
-        streams = _collect(proc, result_r, out_r, json.dumps(job).encode(), limits, len(checks))
+        streams = _collect(
+            proc, result_r, out_r, json.dumps(job).encode(), limits, len(checks), scratch
+        )
     finally:
         try:
             proc.kill()  # the one process there is: the filter refuses it any other
@@ -228,8 +332,10 @@ def _collect(
     job: bytes,
     limits: Limits,
     n_tests: int,
+    scratch: _Scratch | None,
 ) -> _Streams:
-    """Feed the job, read both pipes until EOF, a bound, or the wall-clock deadline."""
+    """Feed the job, read both pipes until EOF, a bound, or the wall-clock deadline; the scratch
+    folder is checked against its bounds all along (``SCRATCH_CHECK_S``) and at the end."""
     deadline = time.monotonic() + limits.wall_seconds
     result_limit = 4096 + n_tests * (MAX_VALUE_CHARS + 400)
     streams = _Streams()
@@ -239,7 +345,11 @@ def _collect(
         proc.stdin.close()
     except OSError:  # it died before reading its job; the summary says how
         pass
-    _read_until(proc, result_r, out_r, streams, deadline, limits.output_bytes, result_limit)
+    _read_until(
+        proc, result_r, out_r, streams, deadline, limits.output_bytes, result_limit, scratch
+    )
+    if scratch is not None and not streams.stopped and scratch.over():
+        streams.stopped = "scratch_limit"
     if streams.stopped and streams.stopped != "result_limit":
         _drain(result_r, streams, result_limit)  # lines already written (e.g. "start") count
     return streams
@@ -253,17 +363,26 @@ def _read_until(
     deadline: float,
     output_limit: int,
     result_limit: int,
+    scratch: _Scratch | None,
 ) -> None:
     poller = select.poll()  # not select(): a busy server's descriptors pass 1024
     for fd in (result_r, out_r):
         poller.register(fd, select.POLLIN)
     open_fds = 2
+    next_check = time.monotonic() + SCRATCH_CHECK_S
     while open_fds:
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             streams.stopped = "timeout"
             return
-        for fd, _ in poller.poll(remaining * 1000):
+        if scratch is not None and now >= next_check:
+            if scratch.over():
+                streams.stopped = "scratch_limit"
+                return
+            next_check = now + SCRATCH_CHECK_S
+        wait = min(remaining, SCRATCH_CHECK_S) if scratch is not None else remaining
+        for fd, _ in poller.poll(wait * 1000):
             chunk = os.read(fd, 65536)
             if not chunk:
                 poller.unregister(fd)
@@ -296,7 +415,12 @@ def _drain(fd: int, streams: _Streams, limit: int) -> None:
 
 
 def _summarise(
-    streams: _Streams, checks: list[Check], rc: int | None, limits: Limits, secs: float
+    streams: _Streams,
+    checks: list[Check],
+    rc: int | None,
+    limits: Limits,
+    secs: float,
+    filesystem: str,
 ) -> RunResult:
     output = streams.output[: limits.output_bytes][-2000:].decode("utf-8", "replace")
     lines = streams.results.splitlines()
@@ -319,6 +443,12 @@ def _summarise(
     elif streams.stopped == "output_limit":  # a failure whatever it returned (no race)
         status, verdict.passed = "output_limit", 0
         errors = [f"printed more than {limits.output_bytes} bytes"]
+    elif streams.stopped == "scratch_limit":  # a failure whatever it returned, like output
+        status, verdict.passed = "scratch_limit", 0
+        errors = [
+            f"wrote more than {limits.scratch_bytes} bytes or {limits.scratch_files} files "
+            "to its scratch folder"
+        ]
     elif verdict.load_error is not None:
         status = "load_error"
         errors.insert(0, verdict.load_error)
@@ -329,4 +459,6 @@ def _summarise(
         how = f"signal {-rc}" if rc is not None and rc < 0 else f"exit status {rc}"
         ran = len(verdict.errors) + verdict.passed
         errors.append(f"the process ended before the tests finished ({how}; {ran}/{total} ran)")
-    return RunResult(verdict.passed, total, status, "seccomp", errors[:20], output, round(secs, 3))
+    return RunResult(
+        verdict.passed, total, status, "seccomp", errors[:20], output, round(secs, 3), filesystem
+    )

@@ -22,6 +22,10 @@ another session even when it runs under the server's uid:
   outlives the process (System V shared memory, semaphores, message queues, POSIX queues);
 - namespaces, mounts, BPF, perf events, userfaultfd.
 
+With ``scratch=True`` (the run has a scratch folder and a Landlock ruleset that confines every
+write to it, ``coding_env.landlock``) opening files for writing, creating, removing, renaming
+and truncating them is left to Landlock; everything else above stays refused.
+
 Any system call from another ABI (i386 ``int 0x80``, x32) kills the process. Architectures:
 x86_64 and aarch64; on any other one ``build_filter`` raises and the run is refused.
 """
@@ -75,6 +79,10 @@ _DENY = (
     "lremovexattr fremovexattr memfd_create shmget semget msgget mq_open unshare setns mount "
     "umount2 bpf perf_event_open userfaultfd"
 ).split()
+#: left to Landlock when the run has a scratch folder (it confines them to that folder)
+_SCRATCH_CALLS = frozenset(
+    "creat unlink unlinkat rename renameat renameat2 truncate ftruncate".split()
+)
 _ENOSYS = ("clone3", "openat2")  # the C library falls back to clone / openat
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CLONE_THREAD = 0x00010000
@@ -129,9 +137,10 @@ def _deny_unless_mask(nr: int, arg: int, mask: int) -> list[bytes]:
     ]
 
 
-def build_filter(pid: int, machine: str | None = None) -> bytes:
+def build_filter(pid: int, machine: str | None = None, scratch: bool = False) -> bytes:
     """The filter for the runner process ``pid`` (the only process it may signal), as raw
-    ``struct sock_filter`` records. Raises ``RuntimeError`` on an unsupported architecture."""
+    ``struct sock_filter`` records; ``scratch``: file writes are Landlock's to confine. Raises
+    ``RuntimeError`` on an unsupported architecture."""
     machine = machine or platform.machine()
     if machine not in _NR:
         raise RuntimeError(
@@ -143,16 +152,17 @@ def build_filter(pid: int, machine: str | None = None) -> bytes:
     if machine == "x86_64":
         prog += [_ins(_JGE, _X32_BIT, 0, 1), _ins(_RET, _KILL_PROCESS)]
     for name in _DENY:
-        if name in nr:
+        if name in nr and not (scratch and name in _SCRATCH_CALLS):
             prog += [_ins(_JEQ, nr[name], 0, 1), _ins(_RET, _ERRNO | errno.EPERM)]
     for name in _ENOSYS:
         prog += [_ins(_JEQ, nr[name], 0, 1), _ins(_RET, _ERRNO | errno.ENOSYS)]
     prog += _deny_unless_mask(nr["clone"], 0, _CLONE_THREAD)
     prog += _allow_only_arg(nr["kill"], 0, pid)
     prog += _allow_only_arg(nr["tgkill"], 0, pid)
-    if "open" in nr:
-        prog += _deny_if_arg(nr["open"], 1, mask=_WRITE_FLAGS)
-    prog += _deny_if_arg(nr["openat"], 2, mask=_WRITE_FLAGS)
+    if not scratch:
+        if "open" in nr:
+            prog += _deny_if_arg(nr["open"], 1, mask=_WRITE_FLAGS)
+        prog += _deny_if_arg(nr["openat"], 2, mask=_WRITE_FLAGS)
     prog += _deny_if_arg(nr["fcntl"], 1, (_F_SETOWN, _F_SETSIG, _F_SETOWN_EX))
     prog += _deny_if_arg(nr["ioctl"], 1, (_FIOSETOWN, _SIOCSPGRP))
     prog.append(_ins(_RET, _ALLOW))

@@ -11,4 +11,5 @@ CATALOG_ENTRY = EnvEntry(
     action_path="guess_number_env.models:GuessAction",
     observation_path="guess_number_env.models:GuessNumberObservation",
     state_path="guess_number_env.models:GuessNumberState",
+    text_spec_path="guess_number_env.text_spec:GuessNumberTextSpec",
 )

@@ -31,4 +31,5 @@ def entry(dataset: str) -> EnvEntry:
         action_path="reasoning_gym_env.models:AnswerAction",
         observation_path="reasoning_gym_env.models:QuestionObservation",
         state_path="reasoning_gym_env.models:ReasoningGymState",
+        text_spec_path=f"reasoning_gym_env.specs:{dataset}",
     )

@@ -31,4 +31,5 @@ def entry(game: str) -> EnvEntry:
         action_path="textarena_env.models:MoveAction",
         observation_path="textarena_env.models:GameObservation",
         state_path="textarena_env.models:TextArenaState",
+        text_spec_path="textarena_env.text_spec:TextArenaSpec",
     )

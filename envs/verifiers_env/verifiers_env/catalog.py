@@ -30,4 +30,5 @@ def entry(env_id: str) -> EnvEntry:
         action_path="verifiers_env.models:AnswerAction",
         observation_path="verifiers_env.models:VerifiersObservation",
         state_path="verifiers_env.models:VerifiersState",
+        text_spec_path="verifiers_env.text_spec:VerifiersSpec",
     )

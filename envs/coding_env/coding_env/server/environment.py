@@ -7,15 +7,15 @@ business (``coding_env.sandbox``): a run that loops, forks, floods output, exits
 anything but results is a failed submission that uses its attempt, with a status saying why,
 never a failed server; only a sandbox that cannot start at all is an error. Runs are bounded per server process
 (``CODING_MAX_PARALLEL``, default one per usable CPU, and no more than half the container's
-memory limit holds); steps are plain methods, so they run in worker
-threads and a slow run never stalls other sessions.
+memory limit holds) and shared fairly between sessions (``coding_env.slots``: round-robin
+across sessions, so one session's queued submissions never starve another's); steps are plain
+methods, so they run in worker threads and a slow run never stalls other sessions.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import threading
 import uuid
 
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
@@ -23,9 +23,10 @@ from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 from ..grading import REWARD_RANGE
 from ..models import CodeAction, CodingObservation, CodingState
 from ..sandbox import Limits, default_parallel, run_tests
+from ..slots import FairSlots
 from ..tasks import TASKS, TASKS_BY_ID, Task
 
-_PARALLEL = threading.BoundedSemaphore(
+SLOTS = FairSlots(
     int(os.environ.get("CODING_MAX_PARALLEL") or default_parallel(Limits.from_env().memory_mb))
 )
 
@@ -88,7 +89,7 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
             raise NoEpisodeError("no task: call reset() before submitting code")
         if self._done:
             raise NoEpisodeError("the episode is over (done=True): call reset() for a new task")
-        with _PARALLEL:
+        with SLOTS.hold(self):  # this session's turn
             result = run_tests(action.code, task.tests, self._limits)
         self._attempts += 1
         low, high = REWARD_RANGE
@@ -106,7 +107,11 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
             attempts_left=self._max_attempts - self._attempts,
             reward=round(reward, 6),
             done=self._done,
-            metadata={"network": result.network, "seconds": result.seconds},
+            metadata={
+                "network": result.network,
+                "filesystem": result.filesystem,
+                "seconds": result.seconds,
+            },
         )
 
     def state(self) -> CodingState:

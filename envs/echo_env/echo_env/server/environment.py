@@ -34,7 +34,7 @@ class EchoEnvironment(MCPEnvironment):
 
     async def step(self, action, **kwargs):  # type: ignore[override]
         self._state.step_count += 1
-        return await super().step(action, **kwargs)
+        return await super().step_async(action, **kwargs)
 
     async def state(self) -> State:
         return self._state

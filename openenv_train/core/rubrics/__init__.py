@@ -1,0 +1,23 @@
+"""Rubrics: rewards as composable objects, with OpenEnv 0.10's names and semantics (RFC 004).
+
+One rubric serves both sides: an env computes ``observation.reward`` with it in ``step``
+(``Environment(rubric=...)``), and ``openenv_train.training.make_rubric_reward`` turns the same
+object into a TRL reward function.
+"""
+
+from .base import Rubric
+from .containers import Gate, RubricDict, RubricList, Sequential, WeightedSum
+from .llm_judge import LLMJudge
+from .trajectory import ExponentialDiscountingTrajectoryRubric, TrajectoryRubric
+
+__all__ = [
+    "ExponentialDiscountingTrajectoryRubric",
+    "Gate",
+    "LLMJudge",
+    "Rubric",
+    "RubricDict",
+    "RubricList",
+    "Sequential",
+    "TrajectoryRubric",
+    "WeightedSum",
+]

@@ -1,0 +1,168 @@
+"""Many envs in one rollout batch: :class:`MixtureEngine` deals every GRPO group an env, drawn by
+weight from a seeded stream, plays each env's groups on that env's servers (one rollout engine per
+env, one shared generation batcher, so episodes of every env join the same model calls) and puts
+the records back in the trainer's row order. Every record keeps its env's name
+(``record.metrics["env"]``) and the batch metrics carry per-env means under ``env/<name>/<metric>``:
+rewards stay per env.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..policy.base import Policy
+from .engine import RolloutEngine
+from .episode import RolloutConfig
+from .records import EpisodeRecord, RolloutBatch
+from .runner import summarize
+from .spec import TextEnvSpec
+
+
+@dataclass(frozen=True)
+class MixtureMember:
+    """One env of a mixture: its ``name`` (metric keys), text spec, servers and sampling weight."""
+
+    name: str
+    spec: TextEnvSpec
+    servers: Sequence[Any]
+    weight: float = 1.0
+
+
+def env_metric(env: str, metric: str) -> str:
+    """The key of one env's metric in logs and ``metrics.jsonl``: ``env/<env>/<metric>``."""
+    return f"env/{env}/{metric}"
+
+
+def check_weights(names: Sequence[str], weights: Sequence[float]) -> None:
+    """Names unique and non-empty, weights positive: the errors name the member and the fix."""
+    if not names:
+        raise ValueError("mixture: no envs; give at least one {name, weight} member")
+    for name, count in Counter(names).items():
+        if count > 1:
+            raise ValueError(f"mixture: env name {name!r} appears {count} times; names must differ")
+    for name, w in zip(names, weights, strict=True):
+        if not w > 0:
+            raise ValueError(f"mixture: env {name!r} has weight {w}; weights must be > 0")
+
+
+def sample_envs(
+    names: Sequence[str], weights: Sequence[float], n: int, rng: random.Random
+) -> list[str]:
+    """``n`` env names drawn independently with probability proportional to ``weights``."""
+    check_weights(names, weights)
+    return rng.choices(list(names), weights=list(weights), k=n)
+
+
+def per_env_metrics(records: Sequence[EpisodeRecord]) -> dict[str, float]:
+    """``env/<name>/reward_mean`` and the other batch means, per env (records tagged ``env``)."""
+    by_env: dict[str, list[EpisodeRecord]] = {}
+    for r in records:
+        by_env.setdefault(str(r.metrics.get("env")), []).append(r)
+    out: dict[str, float] = {}
+    for env, recs in sorted(by_env.items()):
+        out.update({env_metric(env, k): v for k, v in summarize(recs).items()})
+        out[env_metric(env, "batch_episodes")] = len(recs)
+    return out
+
+
+class MixtureEngine:
+    """The rollout engine of a mixture: ``await engine.run(prompts, group_size)`` -> one
+    ``RolloutBatch`` with every row in place (``None`` where its group was dropped).
+
+    Group ``g`` of batch ``c`` plays the env drawn for it from ``Random(f"{seed}/{c}")``: two runs
+    with one seed deal the same envs. ``episodes`` counts the finished episodes per env.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[MixtureMember],
+        policy: Policy,
+        config: RolloutConfig | None = None,
+        *,
+        seed: int = 0,
+    ) -> None:
+        check_weights([m.name for m in members], [m.weight for m in members])
+        self.members = list(members)
+        self.policy = policy
+        self.seed = seed
+        self.engines = {m.name: RolloutEngine(m.spec, policy, m.servers, config) for m in members}
+        first = next(iter(self.engines.values()))
+        self.config = first.config
+        self.batcher = first.batcher  # one batcher: every env's episodes join the same calls
+        for engine in self.engines.values():
+            engine.batcher = self.batcher
+        self.episodes: Counter[str] = Counter()
+        self._runs = 0
+
+    async def __aenter__(self) -> MixtureEngine:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    def deal(self, groups: int) -> list[str]:
+        """The env of each of the next batch's ``groups`` groups."""
+        rng = random.Random(f"{self.seed}/{self._runs}")
+        return sample_envs(
+            [m.name for m in self.members], [m.weight for m in self.members], groups, rng
+        )
+
+    async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:
+        prompts = list(prompts)
+        if group_size < 1 or len(prompts) % group_size:
+            raise ValueError(
+                f"prompts: {len(prompts)} rows are not whole groups of group_size={group_size}"
+            )
+        self._runs += 1
+        envs = self.deal(len(prompts) // group_size)
+        plan = {
+            name: [g for g, env in enumerate(envs) if env == name]
+            for name in self.engines
+            if name in envs
+        }
+        stats = self.batcher.stats if self.batcher is not None else None
+        calls, seqs = (stats.calls, stats.sequences) if stats is not None else (0, 0)
+
+        async def play(name: str, groups: list[int]) -> RolloutBatch:
+            rows = [prompts[g * group_size + i] for g in groups for i in range(group_size)]
+            return await self.engines[name].run(rows, group_size)
+
+        batches = await asyncio.gather(*(play(n, gs) for n, gs in plan.items()))
+        merged = RolloutBatch(rows=[None] * len(prompts), group_size=group_size)
+        for (name, groups), batch in zip(plan.items(), batches, strict=True):
+            for local, record in enumerate(batch.rows):
+                g, i = divmod(local, group_size)
+                row = groups[g] * group_size + i
+                if record is not None:
+                    record.row, record.group = row, groups[g]
+                    record.metrics["env"] = name
+                    self.episodes[name] += 1
+                merged.rows[row] = record
+            merged.dropped_groups += [groups[g] for g in batch.dropped_groups]
+            merged.errors.update(batch.errors)
+            for key in ("connects", "connect_failures", "sessions_discarded", "open_sessions"):
+                if isinstance(batch.metrics.get(key), (int, float)):
+                    merged.metrics[key] = merged.metrics.get(key, 0) + batch.metrics[key]
+        merged.dropped_groups.sort()
+        merged.metrics.update(summarize(merged.records))
+        merged.metrics.update(per_env_metrics(merged.records))
+        merged.metrics.update(
+            {env_metric(name, "episodes"): self.episodes[name] for name in self.engines}
+        )
+        if stats is not None:
+            calls, seqs = stats.calls - calls, stats.sequences - seqs
+            merged.metrics.update(
+                policy_calls=calls, mean_batch_size=seqs / calls if calls else 0.0
+            )
+        return merged
+
+    async def aclose(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.aclose()
+        for engine in self.engines.values():
+            await engine.pool.aclose()

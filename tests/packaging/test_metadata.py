@@ -1,0 +1,69 @@
+"""The package metadata stays whole as packages and extras are added: the ``envs`` extra names
+every env package under envs/, each env package depends on openenv-train, ``all`` names every
+extra a user installs, and the recipe entry points live in the package's namespace."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tomllib
+from docs_support import ROOT
+
+from openenv_train.catalog import missing_env_packages
+
+
+def project(folder: Path) -> dict:
+    return tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+
+
+def name_of(requirement: str) -> str:
+    return re.split(r"[\s;\[<>=!~]", requirement, maxsplit=1)[0]
+
+
+def test_the_envs_extra_names_every_env_package() -> None:
+    envs = {project(p.parent)["name"] for p in ROOT.glob("envs/*/pyproject.toml")}
+    extras = project(ROOT)["optional-dependencies"]
+    assert sorted(map(name_of, extras["envs"])) == sorted(envs), (
+        "pyproject.toml: the `envs` extra must list every envs/*/ package (add the new one)"
+    )
+
+
+def test_each_env_package_depends_on_openenv_train_and_says_what_it_is() -> None:
+    for toml in ROOT.glob("envs/*/pyproject.toml"):
+        meta = project(toml.parent)
+        assert "openenv-train" in map(name_of, meta["dependencies"]), toml
+        assert meta["license"] == "BSD-3-Clause" and meta["requires-python"], toml
+        assert (toml.parent / meta["readme"]).is_file(), toml
+
+
+def test_all_names_every_extra_a_user_installs() -> None:
+    extras = project(ROOT)["optional-dependencies"]
+    (line,) = extras["all"]
+    named = set(re.fullmatch(r"openenv-train\[([\w,-]+)\]", line).group(1).split(","))
+    assert named == set(extras) - {"all", "dev"}, (
+        "pyproject.toml: the `all` extra must name every extra except dev (add the new one)"
+    )
+
+
+def test_recipes_register_in_the_package_namespace() -> None:
+    recipes = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
+        "openenv_train.recipes"
+    ]
+    assert recipes and all(v.startswith("openenv_train.recipes.") for v in recipes.values())
+    for name, value in recipes.items():  # the folder of each entry exists in recipes/
+        assert (ROOT / "recipes" / value.rsplit(".", 1)[1]).is_dir(), name
+
+
+def test_missing_env_packages_reads_the_envs_extra(monkeypatch) -> None:
+    import importlib.metadata as md
+
+    def not_installed(name: str) -> None:
+        raise md.PackageNotFoundError(name)
+
+    requires = ['openenv-train-echo-env; extra == "envs"', 'torch>=2; extra == "train"']
+    monkeypatch.setattr(md, "requires", lambda dist: requires)
+    monkeypatch.setattr(md, "distribution", not_installed)
+    assert missing_env_packages() == ["openenv-train-echo-env"]
+    monkeypatch.setattr(md, "distribution", lambda name: object())
+    assert missing_env_packages() == []
