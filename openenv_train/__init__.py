@@ -72,12 +72,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "tool",
     ),
     "client": ("EnvClient", "MCPToolClient", "ServerUnreachableError", "ToolCallError"),
-    "catalog": ("AutoAction", "AutoEnv", "EnvEntry"),
+    "catalog": ("AutoAction", "AutoEnv", "EnvEntry", "EnvFamily"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal to _EXPORTS
-    from .catalog import AutoAction, AutoEnv, EnvEntry  # noqa: F401
+    from .catalog import AutoAction, AutoEnv, EnvEntry, EnvFamily  # noqa: F401
     from .client import EnvClient, MCPToolClient, ServerUnreachableError, ToolCallError  # noqa: F401
     from .core import (  # noqa: F401
         Action,

@@ -6,7 +6,13 @@ An env package names itself in its ``pyproject.toml``::
     blackjack = "blackjack_env:CATALOG_ENTRY"
 
 where ``CATALOG_ENTRY`` is an :class:`EnvEntry` (import paths as strings, so listing the catalog
-imports only the packages asked about). ``AutoEnv.from_name("blackjack")`` is then the client
+imports only the packages asked about). A package that serves a whole collection (every
+reasoning-gym dataset, every textarena game) registers one :class:`EnvFamily` instead::
+
+    [project.entry-points."openenv_train.env_families"]
+    reasoning_gym = "reasoning_gym_env.catalog:FAMILY"
+
+and each of its members is an env named ``<prefix>/<member>`` (``reasoning_gym/leg_counting``). ``AutoEnv.from_name("blackjack")`` is then the client
 class, ``AutoEnv.app("blackjack")`` the server's ASGI import path and
 ``AutoAction.from_name("blackjack")`` the action model; an unknown name raises
 :class:`UnknownEnvError` listing the installed ones. No server, client or torch is imported here.
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ENTRY_POINT_GROUP = "openenv_train.envs"
+FAMILY_ENTRY_POINT_GROUP = "openenv_train.env_families"
 DISTRIBUTION = "openenv-train"
 ENVS_EXTRA = "envs"  # pip install 'openenv-train[envs]': the example env packages
 
@@ -71,6 +78,33 @@ class EnvEntry:
         return _load(self.text_spec_path, f"{self.name}: text_spec_path")
 
 
+@dataclass(frozen=True)
+class EnvFamily:
+    """Many envs from one package, named ``<prefix>/<member>``.
+
+    ``members_path`` names a zero-argument callable returning the member names; ``entry_path``
+    names a callable ``(member) -> EnvEntry`` (``UnknownEnvError`` for a name it does not serve).
+    Both are loaded only when the catalog is listed or one of the members is asked for.
+    """
+
+    prefix: str
+    description: str
+    members_path: str
+    entry_path: str
+
+    def members(self) -> list[str]:
+        return sorted(_load(self.members_path, f"{self.prefix}: members_path")())
+
+    def entry(self, member: str) -> EnvEntry:
+        entry = _load(self.entry_path, f"{self.prefix}: entry_path")(member)
+        if not isinstance(entry, EnvEntry):
+            raise BrokenEnvEntryError(
+                f"env family {self.prefix!r}: {self.entry_path!r} gave a {type(entry).__name__}, "
+                "not an openenv_train.catalog.EnvEntry"
+            )
+        return entry
+
+
 def _load(path: str, what: str) -> Any:
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
@@ -90,9 +124,45 @@ def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     return found
 
 
-def env_names() -> list[str]:
-    """Names of the installed envs, sorted."""
-    return sorted(_entry_points())
+def _families() -> dict[str, EnvFamily]:
+    found: dict[str, EnvFamily] = {}
+    for ep in importlib.metadata.entry_points(group=FAMILY_ENTRY_POINT_GROUP):
+        if ep.name in found:
+            continue
+        try:
+            family = ep.load()
+        except Exception as err:
+            raise BrokenEnvEntryError(
+                f"env family {ep.name!r}: entry point {ep.value!r} failed to load "
+                f"({type(err).__name__}: {err})"
+            ) from err
+        if not isinstance(family, EnvFamily):
+            raise BrokenEnvEntryError(
+                f"env family {ep.name!r}: entry point {ep.value!r} gives a "
+                f"{type(family).__name__}, not an openenv_train.catalog.EnvFamily"
+            )
+        found[family.prefix] = family
+    return found
+
+
+def family_names() -> list[str]:
+    """Prefixes of the installed env families (``reasoning_gym``, ``textarena``, ...), sorted."""
+    return sorted(_families())
+
+
+def env_names(family: str | None = None) -> list[str]:
+    """Names of the installed envs, sorted: single envs, then ``<prefix>/<member>`` of every
+    family (only that family's with ``family``)."""
+    families = _families()
+    if family is not None:
+        if family not in families:
+            known = ", ".join(sorted(families)) or "none"
+            raise UnknownEnvError(f"no env family {family!r} is installed; installed: {known}")
+        return [f"{family}/{m}" for m in families[family].members()]
+    names = sorted(_entry_points())
+    for prefix in sorted(families):
+        names += [f"{prefix}/{m}" for m in families[prefix].members()]
+    return names
 
 
 def missing_env_packages() -> list[str]:
@@ -118,9 +188,20 @@ def _installed(distribution: str) -> bool:
 
 
 def get_entry(name: str) -> EnvEntry:
-    """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too)."""
+    """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too;
+    ``"reasoning_gym/leg_counting"`` for a member of a family)."""
     if not isinstance(name, str) or not name:
         raise UnknownEnvError(f"env name must be a non-empty string, got {name!r}")
+    prefix, slash, member = name.partition("/")
+    if slash:
+        families = _families()
+        if prefix not in families:
+            known = ", ".join(sorted(families)) or "none"
+            raise UnknownEnvError(
+                f"no env family {prefix!r} is installed (from {name!r}); installed families: "
+                f"{known}"
+            )
+        return families[prefix].entry(member)
     eps = _entry_points()
     ep = eps.get(name) or eps.get(name.removesuffix("_env"))
     if ep is None:
@@ -185,8 +266,11 @@ __all__ = [
     "AutoEnv",
     "BrokenEnvEntryError",
     "EnvEntry",
+    "EnvFamily",
+    "FAMILY_ENTRY_POINT_GROUP",
     "UnknownEnvError",
     "describe",
     "env_names",
+    "family_names",
     "get_entry",
 ]

@@ -37,7 +37,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _package_dir(target: str) -> tuple[Path | None, str]:
-    """(env folder or None, app import path) for a PATH_OR_APP argument."""
+    """(env folder or None, app import path) for a PATH, APP or catalog NAME argument."""
     path = Path(target)
     if path.is_dir():
         from .env_build import env_package
@@ -46,12 +46,29 @@ def _package_dir(target: str) -> tuple[Path | None, str]:
             return path, f"{env_package(path)}.server.app:app"
         except ValueError as e:
             raise CLIError(str(e)) from None
-    if ":" not in target or target.startswith(":") or target.endswith(":"):
+    if ":" not in target:
+        return None, _catalog_app(target)
+    if target.startswith(":") or target.endswith(":"):
         raise CLIError(
-            f"{target!r} is neither an env folder nor an import path "
-            "'package.module:attribute' (e.g. echo_env.server.app:app)"
+            f"{target!r} is neither an env folder, an env name (openenv-train envs) nor an "
+            "import path 'package.module:attribute' (e.g. echo_env.server.app:app)"
         )
     return None, target
+
+
+def _catalog_app(name: str) -> str:
+    """The app import path of the installed env ``name`` (``blackjack``, ``reasoning_gym/ab``)."""
+    from ..catalog import BrokenEnvEntryError, UnknownEnvError, get_entry
+
+    try:
+        return get_entry(name).app
+    except UnknownEnvError as e:
+        raise CLIError(
+            f"{name!r} is neither an env folder nor an import path 'package.module:attribute' "
+            f"(e.g. echo_env.server.app:app), and {e}"
+        ) from None
+    except BrokenEnvEntryError as e:
+        raise CLIError(str(e)) from None
 
 
 def _build(env_dir: Path, tag: str, base_image: str | None, engine: str):
@@ -180,12 +197,13 @@ def register(sub: Any) -> None:  # argparse's subparsers object
 
     p = sub.add_parser(
         "serve",
-        help="serve an env folder or app (my_env:app from the current folder, like uvicorn)",
+        help="serve an env folder, installed env name or app (my_env:app, like uvicorn)",
     )
     p.add_argument(
         "target",
         metavar="PATH_OR_APP",
-        help="env folder, or an import path module:attribute (my_env:app, pkg.server.app:app)",
+        help="env folder, installed env name (openenv-train envs: blackjack, reasoning_gym/ab) "
+        "or an import path module:attribute (my_env:app, pkg.server.app:app)",
     )
     p.add_argument(
         "--runtime",

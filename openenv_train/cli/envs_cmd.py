@@ -1,7 +1,8 @@
 """``openenv-train envs``: list the installed envs (catalog entry points) with their schemas.
 
 openenv-train envs              a table: name, description, app, action and observation fields
-openenv-train envs NAME         one env
+openenv-train envs NAME         one env (reasoning_gym/leg_counting: a member of a family)
+openenv-train envs --family F   the envs of one family (reasoning_gym, textarena, verifiers)
 openenv-train envs --json       the same with full JSON schemas, for scripts
 """
 
@@ -57,7 +58,10 @@ def _fail(message: str) -> int:
 
 
 def cmd_envs(args: argparse.Namespace) -> int:
-    names = [args.name] if args.name else env_names()
+    try:
+        names = [args.name] if args.name else env_names(args.family)
+    except (UnknownEnvError, BrokenEnvEntryError) as err:
+        return _fail(str(err))
     rows = []
     for name in names:
         try:
@@ -104,5 +108,8 @@ def register(sub: Any) -> None:
     """Add the ``envs`` subcommand to the ``openenv-train`` parser."""
     p = sub.add_parser("envs", help="list installed envs with their action/observation schema")
     p.add_argument("name", nargs="?", default=None, help="show one env (e.g. blackjack)")
+    p.add_argument(
+        "--family", default=None, help="only the envs of this family (e.g. reasoning_gym)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON with the full schemas")
     p.set_defaults(func=cmd_envs)

@@ -16,7 +16,7 @@ from .records import (
     RolloutOutputError,
 )
 from .scripted import ScriptedPolicy
-from .spec import TextEnvSpec
+from .spec import SeededTextSpec, TextEnvSpec
 from .tokens import TokenCodec
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "RolloutEngine",
     "RolloutOutputError",
     "ScriptedPolicy",
+    "SeededTextSpec",
     "TextEnvSpec",
     "TokenCodec",
 ]

@@ -67,3 +67,26 @@ class TextEnvSpec(ABC):
     def final_reward(self, result: StepResult[Any]) -> float | None:
         """Reward of a finished episode; ``None`` means the env gave none (a protocol error)."""
         return None if result.reward is None else float(result.reward)
+
+
+class SeededTextSpec(TextEnvSpec):
+    """A ``TextEnvSpec`` whose episodes are repeatable: with ``seed`` set, the ``c``-th run resets
+    with ``seed + c * 1_000_003 + k`` where ``k`` is the GRPO group (``same_task_per_group``: the
+    group's episodes answer the same task, as GRPO compares them) or else the row. Fresh tasks
+    every run, the same ones on every machine; ``seed=None`` lets the env draw."""
+
+    def __init__(self, seed: int | None = None, same_task_per_group: bool = True) -> None:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
+        self.seed = seed
+        self.same_task_per_group = bool(same_task_per_group)
+        self._calls = -1
+
+    def begin_run(self) -> None:
+        self._calls += 1
+
+    def reset_kwargs(self, prompt: Any, group: int, row: int) -> dict[str, Any]:
+        if self.seed is None:
+            return {}
+        k = group if self.same_task_per_group else row
+        return {"seed": self.seed + max(self._calls, 0) * 1_000_003 + k}

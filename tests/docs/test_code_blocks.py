@@ -262,7 +262,7 @@ def test_the_architecture_tree_names_exactly_the_packages() -> None:
 # --- dotted names in the prose ------------------------------------------------------------------
 
 #: entry-point groups, not modules
-ENTRY_POINT_GROUPS = {"openenv_train.envs", "openenv_train.recipes"}
+ENTRY_POINT_GROUPS = {"openenv_train.envs", "openenv_train.env_families", "openenv_train.recipes"}
 
 
 def unresolved_name(dotted: str) -> str | None:
