@@ -368,8 +368,14 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 f"{type(self).__name__}.{what}() called while another request is in flight on the "
                 "same session; use one client per concurrent session"
             )
-        if self._mux is not None and not self._mux.usable:
-            self._drop("the batch connection to the server closed")
+        mux = self._mux
+        if mux is not None and not mux.usable:  # the shared connection went away under it
+            self._drop("the connection to the server closed")
+            if not fresh:
+                raise ConnectionLostError(
+                    f"the connection to {self.ws_url} closed before {what}() "
+                    f"({mux.channel.dead}); call reset() to start a new session"
+                )
         ws = self._ws
         if fresh and ws is not None and ws.state is not WsState.OPEN:
             # the server ended the idle session (reaper, restart) before this reset: nothing is
