@@ -52,7 +52,9 @@ async def clients_load(url: str, batch: bool, sessions: int, episodes: int) -> i
         for seed in range(first_seed, first_seed + episodes):
             r = await c.reset(seed=seed)
             while not r.done:
-                r = await c.step(BlackjackAction(action=0 if r.observation.player_total < 17 else 1))
+                r = await c.step(
+                    BlackjackAction(action=0 if r.observation.player_total < 17 else 1)
+                )
 
     await asyncio.gather(*(play(c, i * episodes) for i, c in enumerate(clients)))
     await asyncio.gather(*(c.close() for c in clients))
