@@ -78,6 +78,7 @@ class EnvCalls:
         #: still on probation: worker calls are timed and ``PROMOTE_AFTER`` quick ones in a row
         #: promote the class (``inline_sync_calls = False`` keeps a class in threads for good)
         self.auto = opted is None
+        self.promote_after = PROMOTE_AFTER
         self.fast_streak = 0
         self.overruns = 0
         self.inline_calls = 0
@@ -104,10 +105,15 @@ class EnvCalls:
             if took > INLINE_BUDGET_S:
                 self.overruns += 1
             if self.inline and (self.overruns >= INLINE_MAX_OVERRUNS or took > INLINE_HARD_LIMIT_S):
-                self.inline = self.auto = False
+                self.inline = False
+                # a class that earned inline calls may try again, after 4x more quick calls each
+                # time: a machine that stalled a quick call once costs little, an env that blocks
+                # now and then stalls the loop ever more rarely
+                self.promote_after *= 4
+                self.fast_streak = 0
                 log.warning(
                     "%s.%s took %.1f ms on the event loop; its sync calls go to worker threads "
-                    "from now on (set inline_sync_calls = False on the class to skip the trial)",
+                    "(set inline_sync_calls = False on the class if it may block)",
                     self.env_cls.__name__,
                     getattr(fn, "__name__", "call"),
                     took * 1e3,
@@ -119,8 +125,7 @@ class EnvCalls:
         out = fn(*args, **kwargs)
         if time.perf_counter() - t0 <= INLINE_BUDGET_S:
             self.fast_streak += 1
-            if self.fast_streak >= PROMOTE_AFTER and self.auto:
-                self.auto = False
+            if self.fast_streak >= self.promote_after and self.auto:
                 self.inline = True
                 log.debug("%s: sync calls now run inline", self.env_cls.__name__)
         else:
@@ -128,7 +133,7 @@ class EnvCalls:
         return out
 
     async def _threaded(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.auto:
+        if self.auto and not self.inline:
             out = await run_sync(self._timed, fn, *args, **kwargs)
         else:
             out = await run_sync(fn, *args, **kwargs)

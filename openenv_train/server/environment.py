@@ -31,8 +31,8 @@ class Environment(Generic[ActT, ObsT, StateT]):
     Sync or async: each method may be a plain ``def`` or an ``async def``. Coroutines are awaited
     on the server's event loop, so they must never block it. Plain methods start in worker threads
     (a slow sync env never stalls other sessions); a class whose calls keep returning within 2 ms
-    there earns calls on the event loop, with a watchdog that sends it back for good if it
-    overruns (see ``inline_sync_calls``).
+    there earns calls on the event loop, with a watchdog that sends it back if it overruns
+    (see ``inline_sync_calls``).
 
     Errors never end the session: an action that does not validate against the action model
     never reaches ``step`` (the client gets ``VALIDATION_ERROR`` naming the field), and an
@@ -48,8 +48,9 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: in worker threads until 200 calls in a row returned within 2 ms there, then on the event
     #: loop (the thread hop is most of a quick env's per-step cost). ``True``: on the loop from the
     #: first call. ``False``: always in worker threads (for envs that may block: I/O, sleeps,
-    #: locks, subprocesses). On the loop, a watchdog moves the class back to worker threads for
-    #: good, with a warning, when calls overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms.
+    #: locks, subprocesses). On the loop, a watchdog moves the class back to worker threads, with
+    #: a warning, when calls overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms; a ``None``
+    #: class may earn its way back after 4x as many quick calls each time, a ``True`` one may not.
     inline_sync_calls: bool | None = None
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:

@@ -115,6 +115,7 @@ class WebSocketEndpoint:
             await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
             return
 
+        scope["headers"] = ()  # read by the gate and the handshake only: don't hold them
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
             await self._serve(session, receive, send)
