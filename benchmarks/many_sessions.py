@@ -39,6 +39,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the _bench_* helpers beside us
 from _bench_servers import serve  # noqa: E402
 from _bench_wsload import RESET_FRAME, STEP_FRAME, RawWS, reply_ok, ws_close  # noqa: E402
+from server_throughput import _die_with_parent  # noqa: E402
 
 PORT = 18000
 
@@ -153,14 +154,14 @@ def _raise_fd_limit() -> int:
     return hard
 
 
-def _spawn_server(i: int, per_server: int, loop: str) -> tuple[subprocess.Popen, int]:
+def _spawn_server(i: int, per_server: int, loop: str, idle: float) -> tuple[subprocess.Popen, int]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((server_ip(i), PORT))
     sock.listen(4096)
     cmd = [sys.executable, os.path.abspath(__file__), "--serve", "--fd", str(sock.fileno())]
-    cmd += ["--max-sessions", str(per_server), "--loop", loop]
-    proc = subprocess.Popen(cmd, pass_fds=(sock.fileno(),))
+    cmd += ["--max-sessions", str(per_server), "--loop", loop, "--idle-timeout", str(idle)]
+    proc = subprocess.Popen(cmd, pass_fds=(sock.fileno(),), preexec_fn=_die_with_parent)
     sock.close()
     return proc, i
 
@@ -193,7 +194,7 @@ def main(args: argparse.Namespace) -> None:
         f"{args.open_concurrency} handshakes in flight per generator",
         flush=True,
     )
-    servers = [_spawn_server(i, per_server, args.loop) for i in range(servers_n)]
+    servers = [_spawn_server(i, per_server, args.loop, args.idle_timeout) for i in range(servers_n)]
     gens: list[subprocess.Popen] = []
     try:
         deadline = time.monotonic() + 180
@@ -211,7 +212,13 @@ def main(args: argparse.Namespace) -> None:
             cmd = [sys.executable, os.path.abspath(__file__), "--generator", str(j), "--n", str(n)]
             cmd += ["--targets", targets, "--open-concurrency", str(args.open_concurrency)]
             gens.append(
-                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    preexec_fn=_die_with_parent,
+                )
             )
         opened = []
         for g in gens:
@@ -279,6 +286,9 @@ if __name__ == "__main__":
     p.add_argument("--generators", type=int, default=6, help="at least; more if the fd limit asks")
     p.add_argument("--open-concurrency", type=int, default=128, help="per load generator")
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    p.add_argument(
+        "--idle-timeout", type=float, default=3600.0, help="servers' session_timeout, seconds"
+    )
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fd", type=int, help=argparse.SUPPRESS)
     p.add_argument("--max-sessions", type=int, help=argparse.SUPPRESS)
@@ -288,7 +298,7 @@ if __name__ == "__main__":
     a = p.parse_args()
     if a.serve:
         _raise_fd_limit()
-        serve("ours-sync", a.fd, a.max_sessions, a.loop)
+        serve("ours-sync", a.fd, a.max_sessions, a.loop, a.idle_timeout)
     elif a.generator is not None:
         _raise_fd_limit()
         asyncio.run(generator(a.generator, a.n, a.targets.split(","), a.open_concurrency))
