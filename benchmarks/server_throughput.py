@@ -99,7 +99,7 @@ def _has_taskset() -> bool:
     return which("taskset") is not None and (os.cpu_count() or 1) >= 2
 
 
-async def wait_ready(server: Server, timeout: float = 60.0) -> None:
+async def wait_ready(server: Server, timeout: float = 240.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if server.proc.poll() is not None:
