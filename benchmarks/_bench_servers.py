@@ -12,7 +12,7 @@ import asyncio
 import socket
 
 
-def _ours_app(sync: bool, max_sessions: int):
+def _ours_app(sync: bool, max_sessions: int, session_timeout: float = 300.0):
     from openenv_train.core.models import Action, Observation, State
     from openenv_train.server import create_app
     from openenv_train.server.environment import Environment
@@ -56,7 +56,14 @@ def _ours_app(sync: bool, max_sessions: int):
             return State(step_count=self.steps)
 
     env = SyncCounter if sync else AsyncCounter
-    return create_app(env, CounterAction, CounterObservation, State, max_sessions=max_sessions)
+    return create_app(
+        env,
+        CounterAction,
+        CounterObservation,
+        State,
+        max_sessions=max_sessions,
+        session_timeout=session_timeout,
+    )
 
 
 def _openenv_app(use_async: bool, max_sessions: int):
@@ -119,7 +126,9 @@ def run_loop(main, loop: str) -> None:
         asyncio.run(main())
 
 
-def serve(kind: str, fd: int, max_sessions: int, loop: str = "auto") -> None:
+def serve(
+    kind: str, fd: int, max_sessions: int, loop: str = "auto", session_timeout: float = 300.0
+) -> None:
     """Child process: serve ``kind`` on the inherited listening socket ``fd``."""
     if kind == "bare":
         from websockets.asyncio.server import serve as ws_serve
@@ -144,9 +153,12 @@ def serve(kind: str, fd: int, max_sessions: int, loop: str = "auto") -> None:
     if kind.startswith("openenv"):
         app = _openenv_app(kind == "openenv-async", max_sessions)
         config = uvicorn.Config(app, log_level="warning", **common)
+    elif kind == "ours-plain":  # `uvicorn module:app` with uvicorn's own defaults
+        app = _ours_app(True, max_sessions)
+        config = uvicorn.Config(app, log_level="warning", **common)
     else:  # the settings our serve() and local runtime use
         from openenv_train.server import uvicorn_kwargs
 
-        app = _ours_app(kind == "ours-sync", max_sessions)
+        app = _ours_app(kind == "ours-sync", max_sessions, session_timeout)
         config = uvicorn.Config(app, **uvicorn_kwargs(**common))
     uvicorn.Server(config).run()

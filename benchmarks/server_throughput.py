@@ -52,7 +52,8 @@ from _bench_wsload import (  # noqa: E402
 
 SERVERS = {
     "ours": "openenv-train, async env",
-    "ours-sync": "openenv-train, sync env (worker thread)",
+    "ours-sync": "openenv-train, sync env (default settings: worker threads, then inline once quick)",
+    "ours-plain": "openenv-train, sync env, a plain `uvicorn app` launch (uvicorn's defaults)",
     "openenv": "OpenEnv 0.10, sync env (its idiom)",
     "openenv-async": "OpenEnv 0.10, async env",
     "bare": "bare websockets echo (ceiling)",
@@ -98,7 +99,7 @@ def _has_taskset() -> bool:
     return which("taskset") is not None and (os.cpu_count() or 1) >= 2
 
 
-async def wait_ready(server: Server, timeout: float = 60.0) -> None:
+async def wait_ready(server: Server, timeout: float = 240.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if server.proc.poll() is not None:
@@ -203,8 +204,11 @@ async def run(args: argparse.Namespace) -> None:
     pairs = [
         ("ours", "openenv-async"),
         ("ours-sync", "openenv"),
+        ("ours-plain", "openenv"),
         ("ours", "openenv"),
         ("ours", "bare"),
+        ("ours-sync", "bare"),
+        ("ours-plain", "bare"),
     ]
     pairs = [(a, b) for a, b in pairs if a in kinds and b in kinds]
     if pairs:
@@ -247,7 +251,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--quick", action="store_true", help="short smoke run: 1 repeat, 1 s points, 1,000 sessions"
     )
-    p.add_argument("--servers", nargs="+", choices=list(SERVERS), default=list(SERVERS))
+    p.add_argument(
+        "--servers",
+        nargs="+",
+        choices=list(SERVERS),
+        default=[k for k in SERVERS if k != "ours-plain"],
+    )
     p.add_argument(
         "--levels", nargs="+", type=int, default=[1, 64, 512], help="concurrent sessions"
     )

@@ -38,6 +38,8 @@ from ..core.errors import (
 )
 from ..core.models import Action, ActT, Observation, ObsT, State, StateT, StepResult
 from . import compat
+from .batch import BatchSession
+from .batch import open_session as open_batch_session
 
 if TYPE_CHECKING:
     from .bootstrap import ClientBootstrap
@@ -110,6 +112,11 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     action_cls: ClassVar[type[Action]] = Action
     observation_cls: ClassVar[type[Observation]] = Observation
     state_cls: ClassVar[type[State]] = State
+    #: Share one connection per server and event loop with the other batching clients, and send
+    #: the frames of one loop turn as one message, when the server offers the batch extension
+    #: (``openenv_train.client.batch``); otherwise, or when False, one connection per session.
+    #: The rollout engine's pool turns it on; set it on an instance before ``connect()``.
+    batch_frames: bool = False
 
     def __init__(
         self,
@@ -166,6 +173,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self.headers = compat.check_headers(headers)
         self._token = client_token(self.base_url, token)
         self._ws: ClientConnection | None = None
+        self._mux: BatchSession | None = None  # the session, when it rides a batch channel
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: str | None = None  # why the last session ended; None while usable
         self._final: str | None = None  # set when close() also stopped the server
@@ -216,16 +224,16 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     @property
     def connected(self) -> bool:
         """True while a session is open."""
-        return self._ws is not None
+        return self._ws is not None or self._mux is not None
 
     @property
     def bound_loop(self) -> asyncio.AbstractEventLoop | None:
         """The event loop the open session belongs to (its socket works on that loop only)."""
-        return self._loop if self._ws is not None else None
+        return self._loop if self.connected else None
 
     async def connect(self: ClientT) -> ClientT:
         """Open the session (a no-op if one is open). ``async with`` calls this."""
-        if self._ws is None:
+        if not self.connected:
             if self._busy:
                 raise RuntimeError(
                     f"{type(self).__name__}.connect() called while a request is in flight"
@@ -266,8 +274,11 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     async def close(self) -> None:
         """End the session politely; stop the server too if this client started it."""
         ws, self._ws = self._ws, None
+        mux, self._mux = self._mux, None
         if self._lost is None:
             self._lost = "the session was closed by close()"
+        if mux is not None:
+            mux.retire()
         try:
             if ws is not None:
                 try:
@@ -388,6 +399,21 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         old, self._ws = self._ws, None
         if old is not None:
             old.transport.abort()
+        if self._mux is not None:
+            self._mux.retire()
+            self._mux = None
+        if self.batch_frames:
+            self._mux = await open_batch_session(self.ws_url, self._handshake)
+            if self._mux is not None:
+                self._loop = asyncio.get_running_loop()
+                self._lost = None
+                return
+        self._ws = await self._handshake()
+        self._loop = asyncio.get_running_loop()
+        self._lost = None
+
+    async def _handshake(self, **extra: Any) -> ClientConnection:
+        """Open a WebSocket to ``ws_url`` with this client's settings; errors say what failed."""
         kwargs: dict[str, Any] = {
             "compression": None,
             "open_timeout": self.connect_timeout,
@@ -406,8 +432,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             kwargs["additional_headers"] = headers
         if "Authorization" in headers:
             kwargs["logger"] = _WS_LOG
+        kwargs.update(extra)
         try:
-            ws = await ws_connect(self.ws_url, **kwargs)
+            return await ws_connect(self.ws_url, **kwargs)
         except InvalidStatus as e:
             status = e.response.status_code
             msg = f"{self.ws_url} refused the WebSocket handshake with HTTP {status}"
@@ -428,9 +455,6 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise ServerUnreachableError(
                 f"could not open a session at {self.ws_url}: {e}; is the env server running at that address?"
             ) from e
-        self._ws = ws
-        self._loop = asyncio.get_running_loop()
-        self._lost = None
 
     def _drop(self, why: str) -> None:
         """Abort the socket now: a reply still on its way can never reach a later call."""
@@ -438,6 +462,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         self._lost = why
         if ws is not None:
             ws.transport.abort()
+        mux, self._mux = self._mux, None
+        if mux is not None:
+            mux.retire()
 
     async def _request(
         self, text: str, expect: str, what: str, fresh: bool = False
@@ -448,13 +475,21 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 f"{type(self).__name__}.{what}() called while another request is in flight on the "
                 "same session; use one client per concurrent session"
             )
+        mux = self._mux
+        if mux is not None and not mux.usable:  # the shared connection went away under it
+            self._drop("the connection to the server closed")
+            if not fresh:
+                raise ConnectionLostError(
+                    f"the connection to {self.ws_url} closed before {what}() "
+                    f"({mux.channel.dead}); call reset() to start a new session"
+                )
         ws = self._ws
         if fresh and ws is not None and ws.state is not WsState.OPEN:
             # the server ended the idle session (reaper, restart) before this reset: nothing is
             # lost at an episode boundary, so open a new session instead of failing
             self._drop("the server closed the idle session")
             ws = None
-        if ws is None:
+        if ws is None and self._mux is None:
             if self._final is not None:
                 raise SessionClosedError(self._final)
             if self._lost is not None and not fresh:
@@ -465,14 +500,18 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             finally:
                 self._busy = False
             ws = self._ws
-            assert ws is not None
         elif self._loop is not asyncio.get_running_loop():
             raise RuntimeError(
                 f"{type(self).__name__} was connected on another event loop; use it from that loop "
                 "(or call .sync() before connecting for blocking use)"
             )
         self._busy = True
+        raw: str | bytes | dict[str, Any]
         try:
+            if ws is None:  # the session rides a batch channel
+                assert self._mux is not None
+                raw = await self._mux.request(text, self.timeout)
+                return self._reply(raw, expect, what)
             try:
                 await ws.send(text)
             except ConnectionClosed:
@@ -511,13 +550,16 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise ConnectionLostError(
                 f"the connection to {self.ws_url} failed during {what}(): {e}"
             ) from e
+        except ConnectionLostError:  # the batch channel under this session closed
+            self._drop(f"the connection closed during {what}()")
+            raise
         finally:
             self._busy = False
         return self._reply(raw, expect, what)
 
-    def _reply(self, raw: str | bytes, expect: str, what: str) -> dict[str, Any]:
+    def _reply(self, raw: str | bytes | dict[str, Any], expect: str, what: str) -> dict[str, Any]:
         try:
-            msg = json.loads(raw)
+            msg = raw if type(raw) is dict else json.loads(raw)
             mtype = msg.get("type")
         except (ValueError, AttributeError):
             self._drop(f"the server sent a non-JSON reply to {what}()")

@@ -45,6 +45,7 @@ class SessionPool:
         *,
         dead_cooldown_s: float = 5.0,
         close_timeout_s: float = 2.0,
+        batch_frames: bool = True,
     ) -> None:
         urls = [u for u in base_urls if isinstance(u, str) and u]
         if not urls:
@@ -55,6 +56,8 @@ class SessionPool:
         self._servers = [_Server(url) for url in urls]
         self.dead_cooldown_s = dead_cooldown_s
         self.close_timeout_s = close_timeout_s
+        #: ask each client to share one batch-framed connection per server (when it offers it)
+        self.batch_frames = batch_frames
         self.connects = 0
         self.connect_failures = 0
         self.discarded = 0
@@ -87,6 +90,8 @@ class SessionPool:
                 return PooledSession(server.idle.pop(), server.url)
             server = min(candidates, key=lambda s: s.open)
             client = self._make_client(server.url)
+            if self.batch_frames and hasattr(client, "batch_frames"):
+                client.batch_frames = True
             server.open += 1
             try:
                 await client.connect()

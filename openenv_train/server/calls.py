@@ -20,12 +20,17 @@ log = logging.getLogger("openenv_train.server")
 
 #: Inline (on-loop) sync calls slower than ``INLINE_BUDGET_S`` are overruns. ``INLINE_MAX_OVERRUNS``
 #: overruns within ``INLINE_WINDOW`` calls, or one call over ``INLINE_HARD_LIMIT_S``, demote the env
-#: class to worker threads. Isolated overruns are tolerated: a busy machine preempts even a
-#: microsecond call now and then, while an env that really blocks overruns on most calls.
+#: class to worker threads for good. Isolated overruns are tolerated: a busy machine preempts even
+#: a microsecond call now and then, while an env that really blocks overruns on most calls.
 INLINE_BUDGET_S = 0.002
 INLINE_MAX_OVERRUNS = 5
 INLINE_WINDOW = 200
 INLINE_HARD_LIMIT_S = 0.05
+#: A sync env class that leaves ``inline_sync_calls`` unset starts in worker threads and earns
+#: inline calls after this many calls in a row each returned within ``INLINE_BUDGET_S`` there
+#: (timed in the worker, so a sleep or blocking I/O shows). Why: the thread hop is most of a
+#: trivial sync env's per-step cost, and most sync envs are pure computation.
+PROMOTE_AFTER = 200
 
 
 def _accepted(fn: Callable[..., Any], skip: tuple[str, ...] = ()) -> frozenset[str] | None:
@@ -74,7 +79,13 @@ class EnvCalls:
         self.state_is_property = isinstance(raw_state, property)
         state_fn = getattr(env_cls, "state", None)
         self.state_async = (not self.state_is_property) and _is_coro(state_fn)
-        self.inline = bool(getattr(env_cls, "inline_sync_calls", False))
+        opted = getattr(env_cls, "inline_sync_calls", None)
+        self.inline = opted is True
+        #: still on probation: worker calls are timed and ``PROMOTE_AFTER`` quick ones in a row
+        #: promote the class (``inline_sync_calls = False`` keeps a class in threads for good)
+        self.auto = opted is None
+        self.promote_after = PROMOTE_AFTER
+        self.fast_streak = 0
         self.overruns = 0
         self.inline_calls = 0
         close = getattr(env_cls, "close", None)
@@ -101,13 +112,40 @@ class EnvCalls:
                 self.overruns += 1
             if self.inline and (self.overruns >= INLINE_MAX_OVERRUNS or took > INLINE_HARD_LIMIT_S):
                 self.inline = False
+                # a class that earned inline calls may try again, after 4x more quick calls each
+                # time: a machine that stalled a quick call once costs little, an env that blocks
+                # now and then stalls the loop ever more rarely
+                self.promote_after *= 4
+                self.fast_streak = 0
                 log.warning(
-                    "%s.%s took %.1f ms on the event loop; inline_sync_calls is now off for this "
-                    "class (its calls go to worker threads)",
+                    "%s.%s took %.1f ms on the event loop; its sync calls go to worker threads "
+                    "(set inline_sync_calls = False on the class if it may block)",
                     self.env_cls.__name__,
                     getattr(fn, "__name__", "call"),
                     took * 1e3,
                 )
+
+    def _timed(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """In a worker thread: run ``fn`` and count it towards promotion when it was quick."""
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        if time.perf_counter() - t0 <= INLINE_BUDGET_S:
+            self.fast_streak += 1
+            if self.fast_streak >= self.promote_after and self.auto:
+                self.inline = True
+                log.debug("%s: sync calls now run inline", self.env_cls.__name__)
+        else:
+            self.fast_streak = 0
+        return out
+
+    async def _threaded(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.auto and not self.inline:
+            out = await run_sync(self._timed, fn, *args, **kwargs)
+        else:
+            out = await run_sync(fn, *args, **kwargs)
+        if inspect.isawaitable(out):
+            out = await out
+        return out
 
     async def reset(self, env: Any, kwargs: dict[str, Any]) -> Observation:
         kw = self._filter(kwargs, self.reset_kwargs)
@@ -116,9 +154,9 @@ class EnvCalls:
         elif self.inline:
             obs = self._inline(env.reset, **kw)
         else:
-            obs = await run_sync(env.reset, **kw)
-            if inspect.isawaitable(obs):
-                obs = await obs
+            obs = await self._threaded(env.reset, **kw)
+        if not isinstance(obs, Observation) and inspect.isawaitable(obs):
+            obs = await obs
         return _check_obs(obs, "reset")
 
     async def step(
@@ -130,9 +168,9 @@ class EnvCalls:
         elif self.inline:
             obs = self._inline(env.step, action, **kw)
         else:
-            obs = await run_sync(env.step, action, **kw)
-            if inspect.isawaitable(obs):
-                obs = await obs
+            obs = await self._threaded(env.step, action, **kw)
+        if not isinstance(obs, Observation) and inspect.isawaitable(obs):
+            obs = await obs
         return _check_obs(obs, "step")
 
     async def state(self, env: Any) -> Any:
@@ -140,13 +178,13 @@ class EnvCalls:
             if self.inline:
                 st = self._inline(getattr, env, "state")
             else:
-                st = await run_sync(getattr, env, "state")
+                st = await self._threaded(getattr, env, "state")
         elif self.state_async:
             st = await env.state()
         elif self.inline:
             st = self._inline(env.state)
         else:
-            st = await run_sync(env.state)
+            st = await self._threaded(env.state)
         if inspect.isawaitable(st):
             st = await st
         if not isinstance(st, (State, dict)):

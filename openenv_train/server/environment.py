@@ -41,8 +41,10 @@ class Environment(Generic[ActT, ObsT, StateT]):
     - ``close()`` releases what the instance holds; the server calls it when the session ends.
 
     Sync or async: each method may be a plain ``def`` or an ``async def``. Coroutines are awaited
-    on the server's event loop, so they must never block it. Plain methods run in a worker thread
-    (a slow sync env never stalls other sessions), unless the class sets ``inline_sync_calls``.
+    on the server's event loop, so they must never block it. Plain methods start in worker threads
+    (a slow sync env never stalls other sessions); a class whose calls keep returning within 2 ms
+    there earns calls on the event loop, with a watchdog that sends it back if it overruns
+    (see ``inline_sync_calls``).
 
     Errors never end the session: an action that does not validate against the action model
     never reaches ``step`` (the client gets ``VALIDATION_ERROR`` naming the field), and an
@@ -69,12 +71,14 @@ class Environment(Generic[ActT, ObsT, StateT]):
     #: Shown at ``GET /metadata``; defaults to the class name and docstring.
     metadata: EnvironmentMetadata | None = None
 
-    #: Opt-in speed-up for sync envs whose ``reset``/``step``/``state`` are pure computation that
-    #: returns in microseconds (no I/O, sleeps, locks or subprocesses). The server then calls them
-    #: on the event loop instead of hopping to a worker thread (~20-30 us saved per call). A
-    #: watchdog demotes the class back to worker threads, with a warning, when inline calls
-    #: overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms. Leave False when in doubt.
-    inline_sync_calls: bool = False
+    #: Where the server runs this class's sync ``reset``/``step``/``state``. ``None`` (default):
+    #: in worker threads until 200 calls in a row returned within 2 ms there, then on the event
+    #: loop (the thread hop is most of a quick env's per-step cost). ``True``: on the loop from the
+    #: first call. ``False``: always in worker threads (for envs that may block: I/O, sleeps,
+    #: locks, subprocesses). On the loop, a watchdog moves the class back to worker threads, with
+    #: a warning, when calls overrun 2 ms repeatedly (5 in 200 calls) or once by 50 ms; a ``None``
+    #: class may earn its way back after 4x as many quick calls each time, a ``True`` one may not.
+    inline_sync_calls: bool | None = None
 
     def __init__(
         self, transform: Transform[Any] | None = None, rubric: Rubric | None = None

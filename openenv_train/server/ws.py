@@ -30,6 +30,7 @@ from .jsonrpc import McpHandler
 from .limits import Limits, RateLimiter
 from .lograte import LimitedWarning
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
+from .ws_batch import BATCH_SUBPROTOCOL, BatchConnection
 
 log = logging.getLogger("openenv_train.server")
 _ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every frame
@@ -56,6 +57,9 @@ def _validation_frame(message: str, errors: list[dict[str, Any]]) -> str:
 class WebSocketEndpoint:
     """ASGI callable for ``/ws``; owns nothing but references to the app's shared parts."""
 
+    #: what ``handle`` returns for a ``close`` frame (no reply; the session ends)
+    CLOSE = _CLOSE
+
     def __init__(
         self,
         manager: SessionManager,
@@ -76,6 +80,10 @@ class WebSocketEndpoint:
             return
         first = await receive()
         if first["type"] != "websocket.connect":
+            return
+        if BATCH_SUBPROTOCOL in scope.get("subprotocols", ()):
+            await send({"type": "websocket.accept", "subprotocol": BATCH_SUBPROTOCOL})
+            await BatchConnection(self, scope, send).serve(receive)
             return
         await send({"type": "websocket.accept"})
         session: Session | None = None
@@ -107,6 +115,7 @@ class WebSocketEndpoint:
             await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
             return
 
+        scope["headers"] = ()  # read by the gate and the handshake only: don't hold them
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
             await self._serve(session, receive, send)
@@ -172,6 +181,10 @@ class WebSocketEndpoint:
             )
         if len(text) > 2 * MAX_JSON_DEPTH and json_depth_exceeds(msg):  # short frames can't be
             return _too_deep()
+        return await self.handle(session, msg)
+
+    async def handle(self, session: Session, msg: dict[str, Any]) -> Any:
+        """Answer one decoded request frame (the batch extension calls this per sub-frame)."""
         kind = msg.get("type")
         allowed = _FRAME_KEYS.get(kind) if type(kind) is str else None
         if allowed is None:

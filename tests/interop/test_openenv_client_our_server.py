@@ -6,6 +6,7 @@ each server a real subprocess on loopback.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -131,3 +132,23 @@ async def test_openenv_mcp_tool_client_over_http_mcp(echo_url):
         names = {t.name for t in await env.list_tools()}
         assert names == {"echo_message", "echo_with_length"}
         assert await env.call_tool("echo_message", message="over http") == "over http"
+
+
+async def test_openenv_client_beside_our_batching_clients(blackjack_url):
+    """Our clients' batch connection is an addition: OpenEnv's client on the same server, at the
+    same time, still speaks and gets the standard protocol, and both see the same deals."""
+    from blackjack_env import BlackjackAction, BlackjackEnv
+
+    ours = [BlackjackEnv(blackjack_url) for _ in range(4)]
+    for client in ours:
+        client.batch_frames = True
+    async with GenericEnvClient(base_url=blackjack_url) as theirs:
+        mine = await asyncio.gather(*(c.reset(seed=s) for s, c in enumerate(ours)))
+        assert len({id(c._mux.channel) for c in ours}) == 1  # noqa: SLF001 - one shared socket
+        for seed, result in enumerate(mine):
+            other = await theirs.reset(seed=seed)
+            assert other.observation["player_cards"] == result.observation.player_cards
+        done = await asyncio.gather(*(c.step(BlackjackAction(action=STAND)) for c in ours))
+        assert all(r.done and r.reward in (-1.0, 0.0, 1.0) for r in done)
+        assert (await theirs.step({"action": STAND})).done is True
+    await asyncio.gather(*(c.close() for c in ours))

@@ -177,3 +177,25 @@ def test_sync_client(oe_url: str) -> None:
         assert env.reset(seed=5).observation.echoed_message.startswith("ready seed=5")
         assert env.step(OEAction(message="sync")).observation.echoed_message == "sync"
         assert env.state().step_count == 1
+
+
+async def test_batching_clients_fall_back_to_plain_sessions(oe_url: str) -> None:
+    """OpenEnv's server does not pick the batch subprotocol: our batching clients notice at the
+    handshake and each gets a standard one-connection session."""
+
+    class BatchingOEClient(OEClient):
+        batch_frames = True
+
+    clients = [BatchingOEClient(oe_url) for _ in range(4)]
+    results = await asyncio.gather(*(c.reset(seed=s) for s, c in enumerate(clients)))
+    assert [r.observation.echoed_message[:13] for r in results] == [
+        f"ready seed={s} " for s in range(4)
+    ]
+    assert all(c._mux is None and c._ws is not None for c in clients)  # noqa: SLF001
+    steps = await asyncio.gather(
+        *(c.step(OEAction(message=f"m{s}")) for s, c in enumerate(clients))
+    )
+    assert [(r.observation.echoed_message, r.observation.step_count) for r in steps] == [
+        (f"m{s}", 1) for s in range(4)
+    ]
+    await asyncio.gather(*(c.close() for c in clients))

@@ -46,6 +46,9 @@ REG = Registry()
 class CounterEnv(Environment[AddAction, TotalObservation, CounterState]):
     """Adds numbers. Used to test sessions, errors and isolation."""
 
+    #: its ``block`` action waits on an event: like any env that may block, it says so
+    inline_sync_calls = False
+
     def __init__(self) -> None:
         with REG.lock:
             REG.created += 1
@@ -113,7 +116,7 @@ class PropertyStateEnv(CounterEnv):
 
 
 class InlineCounterEnv(CounterEnv):
-    """Opts into on-loop sync calls."""
+    """Opts into on-loop sync calls from the first call."""
 
     inline_sync_calls = True
 

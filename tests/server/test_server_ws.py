@@ -199,3 +199,41 @@ async def test_inline_env_is_demoted_when_slow(serve_app, caplog):
         assert r["data"]["observation"]["total"] == 6
     assert calls_for(SlowInline()).inline is False
     assert calls_for(InlineCounterEnv()).inline is True
+
+
+async def test_quick_sync_env_earns_inline_calls_and_slow_or_opted_out_ones_do_not(serve_app):
+    """Default sync envs start in worker threads; only a class whose calls stay quick moves to
+    the loop, and ``inline_sync_calls = False`` keeps a class in threads whatever its speed."""
+    import threading
+    import time
+
+    from openenv_train.server.calls import PROMOTE_AFTER, calls_for
+
+    seen: dict[str, set[bool]] = {}
+
+    def recorder(name: str, delay: float = 0.0, opt: bool | None = None) -> type[CounterEnv]:
+        class Recorded(CounterEnv):
+            inline_sync_calls = opt
+
+            def step(self, action):
+                if delay:
+                    time.sleep(delay)
+                worker = threading.current_thread().name.startswith("openenv-env")
+                seen.setdefault(name, set()).add(not worker)
+                return super().step(action)
+
+        Recorded.__name__ = name
+        return Recorded
+
+    quick, slow, opted_out = recorder("Quick"), recorder("Slow", 0.003), recorder("Out", 0, False)
+    for cls in (quick, slow, opted_out):
+        s = serve_app(app_for(cls))
+        async with websockets.connect(s.ws_url) as ws:
+            await rpc(ws, {"type": "reset"})
+            n = PROMOTE_AFTER + 20 if cls is not slow else 40
+            for _ in range(n):
+                r = await rpc(ws, {"type": "step", "data": {"n": 1}})
+            assert r["data"]["observation"]["total"] == n
+    assert calls_for(quick()).inline is True and seen["Quick"] == {False, True}
+    assert calls_for(slow()).inline is False and seen["Slow"] == {False}
+    assert calls_for(opted_out()).inline is False and seen["Out"] == {False}

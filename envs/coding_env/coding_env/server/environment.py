@@ -40,6 +40,8 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
         "sandboxed subprocess; reward = fraction of tests passed.",
         version="0.1.0",
     )
+    #: step waits on a sandboxed subprocess: always in a worker thread, never on the event loop
+    inline_sync_calls = False
 
     def __init__(self) -> None:
         self._limits = Limits.from_env()

@@ -1,0 +1,200 @@
+"""The client side of the ``/ws`` batch extension: many sessions, one connection, few messages.
+
+Clients with ``batch_frames = True`` that talk to the same server from the same event loop share
+one ``BatchChannel``. Frames sent during one loop turn (a rollout engine stepping all its
+sessions at once) leave as one WebSocket message; the server answers the same way. The channel
+offers the extension as a WebSocket subprotocol; a server that does not pick it (OpenEnv's, or
+ours when told not to) is remembered as such and its clients fall back to one connection per
+session, the standard protocol.
+
+Each session is a number on the channel, never reused: a session that timed out, was cancelled or
+was closed by the server is retired, so a late reply can never answer a later request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from ..core.errors import ConnectionLostError
+
+#: The WebSocket subprotocol that asks an env server for batch framing (the server's name for it).
+BATCH_SUBPROTOCOL = "openenv-train.batch.v1"
+
+_timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
+
+Handshake = Callable[..., Awaitable[ClientConnection]]
+
+
+class BatchChannel:
+    """One batch-framed connection, shared by every batching client of one server and loop."""
+
+    def __init__(self, ws: ClientConnection, url: str) -> None:
+        self.ws = ws
+        self.url = url
+        self.loop = asyncio.get_running_loop()
+        self.next_key = 0
+        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.outbox: list[str] = []
+        self.flush_scheduled = False
+        self.dead: str | None = None
+        self.reader = self.loop.create_task(self._read())
+
+    def open_session(self) -> BatchSession:
+        key = self.next_key
+        self.next_key += 1
+        return BatchSession(self, key)
+
+    def submit(self, key: int, text: str) -> asyncio.Future[dict[str, Any]]:
+        """Queue ``text`` (a standard request frame) for session ``key``; the reply's future."""
+        if self.dead is not None:
+            raise ConnectionLostError(f"the batch connection to {self.url} closed: {self.dead}")
+        fut = self.loop.create_future()
+        self.pending[key] = fut
+        self.post(key, text)
+        return fut
+
+    def post(self, key: int, text: str) -> None:
+        """Queue a frame with no reply (``close``)."""
+        self.outbox.append(f'{{"session":{key},{text.lstrip()[1:]}')
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        out, self.outbox = self.outbox, []
+        self.flush_scheduled = False
+        if self.dead is not None or not out:
+            return
+        text = '{"type":"batch","frames":[' + ",".join(out) + "]}"
+        try:
+            # the connection writes at once when its buffer has room; a full buffer waits
+            self.loop.create_task(self._send(text))
+        except RuntimeError:  # pragma: no cover - loop closing
+            pass
+
+    async def _send(self, text: str) -> None:
+        try:
+            await self.ws.send(text)
+        except (ConnectionClosed, OSError) as exc:
+            self._die(f"sending failed: {exc}")
+
+    async def _read(self) -> None:
+        why = "the server closed it"
+        try:
+            async for raw in self.ws:
+                msg = json.loads(raw)
+                frames = msg.get("frames") if msg.get("type") == "batch" else None
+                if frames is None:  # a message-level error: our own framing was refused
+                    why = f"the server refused a batch: {str(raw)[:300]}"
+                    break
+                pending = self.pending
+                for frame in frames:
+                    fut = pending.pop(frame.pop("session", -1), None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(frame)
+        except (ConnectionClosed, OSError, ValueError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._die(why)
+
+    def _die(self, why: str) -> None:
+        if self.dead is not None:
+            return
+        self.dead = why
+        if _CHANNELS.get((self.loop, self.url)) is self:
+            del _CHANNELS[(self.loop, self.url)]
+        pending, self.pending = self.pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(
+                    ConnectionLostError(f"the batch connection to {self.url} closed: {why}")
+                )
+        self.ws.transport.abort()
+
+
+class BatchSession:
+    """One session on a channel; ``EnvClient`` routes its frames here when batching."""
+
+    __slots__ = ("channel", "key")
+
+    def __init__(self, channel: BatchChannel, key: int) -> None:
+        self.channel = channel
+        self.key = key
+
+    @property
+    def usable(self) -> bool:
+        return self.channel.dead is None
+
+    async def request(self, text: str, timeout: float | None) -> dict[str, Any]:
+        """Send one standard frame and return its decoded reply frame."""
+        fut = self.channel.submit(self.key, text)
+        if _timeout is not None:
+            async with _timeout(timeout):
+                return await fut
+        return await asyncio.wait_for(fut, timeout)  # pragma: no cover - Python 3.10
+
+    def retire(self, send_close: bool = True) -> None:
+        """Forget this session; tell the server to end it (no reply is awaited)."""
+        channel = self.channel
+        channel.pending.pop(self.key, None)
+        if send_close and channel.dead is None:
+            channel.post(self.key, '{"type":"close"}')
+
+
+_CHANNELS: dict[tuple[asyncio.AbstractEventLoop, str], BatchChannel | None] = {}
+_OPENING: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[BatchChannel | None]] = {}
+
+
+async def open_session(url: str, handshake: Handshake) -> BatchSession | None:
+    """A session on the shared channel to ``url``, or None when the server does not batch.
+
+    ``handshake(subprotocols=[...])`` opens a WebSocket as the calling client would (token,
+    timeouts, error mapping); it runs once per server and loop.
+    """
+    loop = asyncio.get_running_loop()
+    key = (loop, url)
+    if key in _CHANNELS:
+        channel = _CHANNELS[key]
+        return None if channel is None else channel.open_session()
+    opening = _OPENING.get(key)
+    if opening is None:
+        opening = _OPENING[key] = loop.create_future()
+        try:
+            ws = await handshake(subprotocols=[BATCH_SUBPROTOCOL])
+            if ws.subprotocol == BATCH_SUBPROTOCOL:
+                result: BatchChannel | None = BatchChannel(ws, url)
+            else:  # a standard server accepted a plain session: end it politely
+                result = None
+                await _close_plain(ws)
+            _CHANNELS[key] = result
+            opening.set_result(result)
+        except BaseException as exc:
+            opening.set_exception(exc)
+            opening.exception()  # retrieved: waiters re-raise it, nobody else must
+            raise
+        finally:
+            _OPENING.pop(key, None)
+    channel = await asyncio.shield(opening)
+    return None if channel is None else channel.open_session()
+
+
+async def _close_plain(ws: ClientConnection) -> None:
+    try:
+        await ws.send('{"type":"close"}')
+        await ws.close()
+    except (ConnectionClosed, OSError):
+        pass
+
+
+def forget_channels() -> None:
+    """Drop remembered channels and 'does not batch' answers (tests; servers that restarted)."""
+    for channel in list(_CHANNELS.values()):
+        if channel is not None:
+            channel._die("forgotten")
+    _CHANNELS.clear()

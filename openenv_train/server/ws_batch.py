@@ -1,0 +1,204 @@
+"""The batch extension of ``/ws``: many sessions' frames in one WebSocket message.
+
+Why: a rollout engine holds dozens of sessions on one server and steps them together; one
+message per step per session costs a syscall, a frame parse and a loop wake-up on both sides
+for a few bytes of JSON. A client that offers the WebSocket subprotocol ``BATCH_SUBPROTOCOL``
+gets a connection that carries any number of sessions, each named by a small integer the
+client picks; OpenEnv clients never offer it and see the standard protocol unchanged.
+
+Client -> server: ``{"type": "batch", "frames": [{"session": 1, "type": "step", "data": {...}}, ...]}``
+Server -> client: ``{"type": "batch", "frames": [{"session": 1, "type": "observation", "data": ...}, ...]}``
+
+Each sub-frame is a standard frame plus ``session``, answered exactly as on a one-session
+connection (same checks, same errors, same limits; every sub-frame counts against the rate
+limit). A new, larger ``session`` number opens a session (capacity and quotas apply); a number
+that was closed, refused or reaped is answered ``SESSION_ERROR`` and never reused. ``close``
+ends one session and has no reply. Replies are sent as their sessions finish, every reply
+ready in one event-loop turn in one message, so a slow session never holds up a quick one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ErrorCode
+from ..core.wire import error_frame_json
+from .encoding import JSONDecodeError, bounded_text, loads
+from .guard import MAX_JSON_DEPTH, json_depth_exceeds
+from .limits import RateLimiter
+from .sessions import FactoryError, Session, SessionRefused
+
+if TYPE_CHECKING:
+    from .ws import WebSocketEndpoint
+
+#: The WebSocket subprotocol a client offers to get batch framing on ``/ws``.
+BATCH_SUBPROTOCOL = "openenv-train.batch.v1"
+#: Sub-frames one message may carry.
+MAX_BATCH_FRAMES = 4096
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+_DISCONNECT_ERRORS = (OSError, RuntimeError, ConnectionError)
+
+
+def _batch_error(code: ErrorCode, message: str) -> str:
+    return error_frame_json(code, message)
+
+
+class BatchConnection:
+    """One batch-framed connection: its sessions, the replies waiting to go, its tasks."""
+
+    def __init__(self, endpoint: WebSocketEndpoint, scope: dict[str, Any], send: Send) -> None:
+        self.endpoint = endpoint
+        self.manager = endpoint.manager
+        client = scope.get("client")
+        self.client = client[0] if client else None
+        self.send = send
+        self.sessions: dict[int, Session] = {}
+        self.top = -1  # highest session number seen: numbers are never reused
+        self.outbox: list[str] = []
+        self.flushing = False
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.limiter = RateLimiter(endpoint.limits.max_messages_per_s)
+
+    async def serve(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        try:
+            await self._serve(receive)
+        except _DISCONNECT_ERRORS:
+            pass
+        finally:
+            for task in self.tasks:
+                task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+            sessions, self.sessions = list(self.sessions.values()), {}
+            for session in sessions:
+                await self.manager.destroy(session)
+
+    async def _serve(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        max_frame = self.endpoint.limits.max_frame_bytes
+        while True:
+            message = await receive()
+            text = message.get("text")
+            if text is None:
+                if message["type"] == "websocket.disconnect":
+                    return
+                text = message.get("bytes")
+                if text is None:
+                    continue
+            if len(text) > max_frame:
+                await self.send({"type": "websocket.close", "code": 1009, "reason": "too big"})
+                return
+            frames = self._frames(text)
+            if isinstance(frames, str):
+                await self.send({"type": "websocket.send", "text": frames})
+                continue
+            limiter, wait = self.limiter, 0.0
+            for _ in frames:  # every sub-frame spends a token; the last delay covers them all
+                wait = limiter.delay()
+            if wait:
+                await asyncio.sleep(wait)  # a flooding client is slowed down, not refused
+            loop = asyncio.get_running_loop()
+            for key, sub in frames:
+                task = loop.create_task(self._one(key, sub))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+    def _frames(self, text: str | bytes) -> list[tuple[int, dict[str, Any]]] | str:
+        """The (session, frame) pairs of a batch message, or the error frame that refuses it."""
+        try:
+            msg = loads(text)
+        except JSONDecodeError as exc:
+            return _batch_error(
+                ErrorCode.INVALID_JSON, f"Invalid JSON: {bounded_text(str(exc), 200)}"
+            )
+        if len(text) > 2 * MAX_JSON_DEPTH and json_depth_exceeds(msg):
+            return _batch_error(
+                ErrorCode.VALIDATION_ERROR,
+                f"Invalid message: nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
+            )
+        frames = msg.get("frames") if type(msg) is dict and msg.get("type") == "batch" else None
+        if type(frames) is not list:
+            return _batch_error(
+                ErrorCode.VALIDATION_ERROR,
+                'Invalid message: on a batch connection send {"type": "batch", "frames": '
+                '[{"session": 1, "type": "step", "data": {...}}, ...]}',
+            )
+        if len(frames) > MAX_BATCH_FRAMES:
+            return _batch_error(
+                ErrorCode.VALIDATION_ERROR,
+                f"Invalid message: {len(frames)} frames in one batch; send at most "
+                f"{MAX_BATCH_FRAMES} per message",
+            )
+        out = []
+        for i, sub in enumerate(frames):
+            key = sub.pop("session", None) if type(sub) is dict else None
+            if type(key) is not int or key < 0:
+                return _batch_error(
+                    ErrorCode.VALIDATION_ERROR,
+                    f'Invalid message: frames[{i}] needs "session": a non-negative integer '
+                    "naming the session (a new, larger number opens one)",
+                )
+            out.append((key, sub))
+        return out
+
+    async def _one(self, key: int, sub: dict[str, Any]) -> None:
+        session = self.sessions.get(key)
+        if session is None:
+            if sub.get("type") == "close":
+                return  # nothing to close; close frames have no reply
+            if key <= self.top:
+                self._reply(key, self._gone())
+                return
+            self.top = key
+            try:
+                session = await self.manager.create("ws", self.client)
+            except SessionRefused as exc:
+                self._reply(key, error_frame_json(exc.code, str(exc), **exc.data))
+                return
+            except FactoryError as exc:
+                self._reply(
+                    key,
+                    error_frame_json(
+                        ErrorCode.FACTORY_ERROR, str(exc), factory_name=exc.factory_name
+                    ),
+                )
+                return
+            self.sessions[key] = session
+        if session.closed or session.pending_close:
+            self.sessions.pop(key, None)
+            await self.manager.destroy(session)
+            self._reply(key, self._gone())
+            return
+        reply = await self.endpoint.handle(session, sub)
+        if reply is self.endpoint.CLOSE:
+            self.sessions.pop(key, None)
+            await self.manager.destroy(session)
+            return
+        self._reply(key, reply)
+
+    @staticmethod
+    def _gone() -> str:
+        return error_frame_json(
+            ErrorCode.SESSION_ERROR,
+            "Session was closed (idle timeout, close, or refused); start a new session number",
+        )
+
+    def _reply(self, key: int, frame: str) -> None:
+        self.outbox.append(f'{{"session":{key},{frame[1:]}')
+        if not self.flushing:
+            self.flushing = True
+            task = asyncio.get_running_loop().create_task(self._flush())
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _flush(self) -> None:
+        """Send every reply that is ready, as one message (runs one loop turn after the first)."""
+        out, self.outbox = self.outbox, []
+        self.flushing = False
+        text = '{"type":"batch","frames":[' + ",".join(out) + "]}"
+        try:
+            await self.send({"type": "websocket.send", "text": text})
+        except _DISCONNECT_ERRORS:
+            pass
