@@ -145,6 +145,11 @@ class MCPEnvironment(Environment[Action, Observation, Any]):
 
     # ---- listing and calling --------------------------------------------------------------
 
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        """The class's ``@tool`` methods by tool name (no instance needed: tokenizer corpora use it)."""
+        return dict(cls._tools)
+
     def list_tools(self) -> list[Tool]:
         """The tools this env offers now, as MCP ``Tool`` records."""
         if self.mcp_server is None:
