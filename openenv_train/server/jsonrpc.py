@@ -17,9 +17,9 @@ import logging
 from typing import Any
 
 from ..core.mcp import (
+    JSONRPC_MESSAGES,
     MCP_ACTION_TYPES,
     CallToolAction,
-    JSONRPC_MESSAGES,
     CallToolObservation,
     JsonRpcCode,
     ListToolsAction,
