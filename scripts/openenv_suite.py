@@ -50,6 +50,7 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.core.models",
     "openenv_train.core.mcp",
     "openenv_train.core.errors",
+    "openenv_train.core.messages",
     "openenv_train.core.wire",
     "openenv_train.server",
     "openenv_train.server.environment",

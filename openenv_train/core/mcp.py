@@ -92,3 +92,13 @@ class JsonRpcErrorCode(IntEnum):
 
 #: The name this module used before the enum; kept for existing imports.
 JsonRpcCode = JsonRpcErrorCode
+
+#: The ``message`` an error reply carries when the caller gives none (JSON-RPC 2.0's wording).
+JSONRPC_MESSAGES: dict[int, str] = {
+    JsonRpcErrorCode.PARSE_ERROR: "Parse error",
+    JsonRpcErrorCode.INVALID_REQUEST: "Invalid Request",
+    JsonRpcErrorCode.METHOD_NOT_FOUND: "Method not found",
+    JsonRpcErrorCode.INVALID_PARAMS: "Invalid params",
+    JsonRpcErrorCode.INTERNAL_ERROR: "Internal error",
+    JsonRpcErrorCode.SERVER_ERROR: "Server error",
+}

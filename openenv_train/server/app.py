@@ -25,7 +25,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, Vali
 from starlette.routing import WebSocketRoute
 
 from ..core.auth import check_token, token_from_env
-from ..core.mcp import JsonRpcCode
+from ..core.mcp import CallToolAction, CallToolObservation, JsonRpcCode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
 from ..core.wire import observation_json, parse_action, state_json
 from ._threads import run_sync
@@ -36,6 +36,7 @@ from .guard import Gate
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
 from .lograte import LimitedWarning
+from .mcp import MCPEnvironment
 from .mcp_streamable import StreamableMcp
 from .mcp_ws import McpWebSocket
 from .sessions import FactoryError, SessionManager, factory_name
@@ -167,8 +168,8 @@ def _check_args(
 
 def create_app(
     env: Callable[[], Any],
-    action_cls: type[Action],
-    observation_cls: type[Observation],
+    action_cls: type[Action] | None,
+    observation_cls: type[Observation] | None,
     state_cls: type[State] = State,
     *,
     max_sessions: int = 4096,
@@ -196,9 +197,14 @@ def create_app(
     ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
     OpenEnv's keywords work too, so an OpenEnv env's ``app.py`` runs with its imports changed:
     ``env`` is the first argument's name, ``env_name`` names the server (its title and MCP server
-    name), ``max_concurrent_envs`` is ``max_sessions``.
+    name), ``max_concurrent_envs`` is ``max_sessions``; an ``MCPEnvironment`` class may pass
+    ``None`` for ``action_cls``/``observation_cls`` (OpenEnv allows it for tools-only envs): its
+    tool actions and observations are used.
     """
     env_factory = env  # OpenEnv's name for the first argument, so create_app(env=...) works too
+    if isinstance(env_factory, type) and issubclass(env_factory, MCPEnvironment):
+        action_cls = CallToolAction if action_cls is None else action_cls
+        observation_cls = CallToolObservation if observation_cls is None else observation_cls
     if max_concurrent_envs is not None:
         max_sessions = max_concurrent_envs
     _check_args(env_factory, action_cls, observation_cls, state_cls, max_sessions, session_timeout)

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from ..core.mcp import (
+    JSONRPC_MESSAGES,
     MCP_ACTION_TYPES,
     CallToolAction,
     CallToolObservation,
@@ -34,21 +35,13 @@ from .sessions import FactoryError, Session, SessionManager, SessionRefused
 
 log = logging.getLogger("openenv_train.server")
 
-_DEFAULT_MESSAGES = {
-    JsonRpcCode.PARSE_ERROR: "Parse error",
-    JsonRpcCode.INVALID_REQUEST: "Invalid Request",
-    JsonRpcCode.METHOD_NOT_FOUND: "Method not found",
-    JsonRpcCode.INVALID_PARAMS: "Invalid params",
-    JsonRpcCode.INTERNAL_ERROR: "Internal error",
-    JsonRpcCode.SERVER_ERROR: "Server error",
-}
 _REQUEST_KEYS = frozenset({"jsonrpc", "method", "params", "id"})
 
 
 def rpc_error(
     code: int, message: str | None = None, req_id: Any = None, data: Any = None
 ) -> dict[str, Any]:
-    err: dict[str, Any] = {"code": code, "message": message or _DEFAULT_MESSAGES.get(code, "")}
+    err: dict[str, Any] = {"code": code, "message": message or JSONRPC_MESSAGES.get(code, "")}
     err["data"] = data
     return {"jsonrpc": "2.0", "id": req_id, "error": err}
 

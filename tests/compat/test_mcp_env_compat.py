@@ -431,3 +431,16 @@ async def test_a_sync_step_override_is_not_bypassed_on_ws(serve_app: Any) -> Non
         step = json.loads(await ws.recv())["data"]
     assert step["observation"]["metadata"]["calls"] == 1
     assert step["observation"]["result"]["data"] == "pong"
+
+
+def test_a_tools_only_env_may_omit_its_action_and_observation_classes(serve_app: Any) -> None:
+    """OpenEnv's ``create_fastapi_app(env=MyMCPEnv, action_cls=None, observation_cls=None)``."""
+    from openenv_echo_env.server.echo_environment import EchoEnvironment
+
+    server = serve_app(openenv_train.create_app(EchoEnvironment, None, None))
+    assert httpx.get(f"{server.url}/schema").json()["action"]["title"] == "CallToolAction"
+    action = {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "m"}}
+    reply = httpx.post(f"{server.url}/step", json={"action": action}).json()
+    assert reply["observation"]["result"]["data"] == "m"
+    with pytest.raises(TypeError, match="action_cls"):
+        openenv_train.create_app(openenv_train.Environment, None, None)

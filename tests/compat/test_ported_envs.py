@@ -1,11 +1,12 @@
-"""Two of OpenEnv's published envs (connect4_env, maze_env), ported with their imports changed
-only: served by our server, passing ``openenv-train validate``, played by their own OpenEnv-style
-clients, and (Connect4) trained by the generic text recipe for a few steps."""
+"""OpenEnv's published envs (connect4_env, maze_env, openenv_echo_env), ported with their imports
+changed only: served by our server, passing ``openenv-train validate``, played by their own
+OpenEnv-style clients, and each trained by the generic text recipe for a few steps."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -62,14 +63,15 @@ async def test_maze_plays_with_its_own_client() -> None:
             assert (await env.state()).status == "playing"
 
 
-def test_connect4_trains_with_the_text_recipe(tmp_path: Path) -> None:
+def train_ported(tmp_path: Path, name: str, env: dict[str, Any], **sections: Any) -> list[dict]:
+    """``openenv-train train`` (the generic text recipe) for 2 GRPO steps; the train rows logged."""
     config = {
         "recipe": "grpo_text",
-        "name": "connect4",
+        "name": name,
         "output_dir": str(tmp_path / "runs"),
-        "env": {"app": PORTED["connect4_env"], "spec": "ported_specs:Connect4Spec"},
+        "env": env,
         "model": {"warmup_steps": 0},
-        "rollout": {"max_turns": 6, "max_new_tokens": 1},
+        "rollout": {"max_turns": 6, "max_new_tokens": 1, **sections.pop("rollout", {})},
         "grpo": {
             "max_steps": 2,
             "num_generations": 4,
@@ -77,16 +79,39 @@ def test_connect4_trains_with_the_text_recipe(tmp_path: Path) -> None:
             "logging_steps": 1,
         },
         "eval": {"every": 2, "episodes": 8, "periodic_episodes": 8},
+        **sections,
     }
-    (tmp_path / "connect4.yaml").write_text(yaml.safe_dump(config))
-    (tmp_path / "ported_specs.py").write_text(
-        (Path(__file__).parent / "ported_specs.py").read_text()
-    )
-    proc = run_cli(["train", "connect4.yaml"], cwd=tmp_path, timeout=400)
+    (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(config))
+    for helper in ("ported_specs.py", "echo_task_app.py", "maze_task_app.py"):
+        (tmp_path / helper).write_text((Path(__file__).parent / helper).read_text())
+    proc = run_cli(["train", f"{name}.yaml"], cwd=tmp_path, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = [
-        json.loads(x)
-        for x in (tmp_path / "runs" / "connect4" / "metrics.jsonl").read_text().splitlines()
-    ]
+    metrics = tmp_path / "runs" / name / "metrics.jsonl"
+    rows = [json.loads(x) for x in metrics.read_text().splitlines()]
     train = [r for r in rows if r["kind"] == "train" and "reward" in r]
     assert [r["step"] for r in train] == [1, 2]
+    return train
+
+
+def test_connect4_trains_with_the_text_recipe(tmp_path: Path) -> None:
+    train_ported(
+        tmp_path, "connect4", {"app": PORTED["connect4_env"], "spec": "ported_specs:Connect4Spec"}
+    )
+
+
+def test_maze_trains_on_one_session_servers(tmp_path: Path) -> None:
+    """The maze's app keeps OpenEnv's ``max_concurrent_envs=1``: one session per server. So the
+    run starts as many servers as it plays episodes at once (``env.num_servers`` =
+    ``rollout.max_concurrency``); the pool gives each server one session and reuses it.
+    (``maze_task_app``: the ported env and app settings on a 2x2 maze a few turns can solve.)"""
+    env = {"app": "maze_task_app:app", "spec": "ported_specs:MazeSpec", "num_servers": 4}
+    train = train_ported(tmp_path, "maze", env, rollout={"max_concurrency": 4})
+    assert max(r["reward_std"] for r in train) > 0, "every episode scored alike: nothing to learn"
+
+
+def test_fastmcp_echo_trains_through_tool_call_steps(tmp_path: Path) -> None:
+    """The ported echo env's FastMCP tool, called as a step per episode, scored by a task
+    (``echo_task_app``): GRPO gets rewards that differ within a group."""
+    env = {"app": "echo_task_app:app", "spec": "ported_specs:EchoSpec"}
+    train = train_ported(tmp_path, "echo", env, rollout={"max_turns": 1})
+    assert max(r["reward_std"] for r in train) > 0, "every episode scored alike: nothing to learn"
