@@ -38,10 +38,13 @@ def test_quick_start_sync(echo_url):
         assert client.call_tool("echo_message", message="blocking") == "blocking"
 
 
-async def test_list_tools_and_shortcuts(echo_url):
+@pytest.mark.parametrize(("mode", "steps"), [("simulation", 4), ("production", 1)])
+async def test_list_tools_and_shortcuts(echo_url, mode, steps):
+    """In simulation mode every tool call is a step on the session; in production mode (OpenEnv's
+    default for MCP clients) the shortcuts call the tools directly over /mcp, as OpenEnv does."""
     from echo_env import EchoEnv, ListToolsAction
 
-    async with EchoEnv(base_url=echo_url) as env:
+    async with EchoEnv(base_url=echo_url, mode=mode) as env:
         await env.reset()
         obs = (await env.step(ListToolsAction())).observation
         assert isinstance(obs, ListToolsObservation)
@@ -60,7 +63,7 @@ async def test_list_tools_and_shortcuts(echo_url):
             "length": 4,
         }
         state = await env.state()
-        assert state.step_count == 4 and state.episode_id
+        assert state.step_count == steps and state.episode_id
 
 
 async def test_tool_errors_come_back_and_the_session_survives(echo_url):

@@ -33,7 +33,7 @@ CALL = '<tool_call>{"name": "echo_message", "arguments": {"message": "hello worl
 def echo_factory(url, verifier=None):
     def factory(prompt):
         return MCPEnvSession.open(
-            EchoEnv(url),
+            EchoEnv(url, mode="simulation"),  # tool calls as steps on /ws (the training transport)
             task=prompt,
             initial_messages_builder=lambda result, task: [{"role": "user", "content": task}],
             verifier=verifier,

@@ -16,7 +16,7 @@ from ports import free_port
 from server_helpers import wait_until
 
 from openenv_train import CallToolAction, State, create_app
-from openenv_train.catalog import AutoEnv
+from openenv_train.catalog import AutoEnv, env_names, family_names
 
 CARDS = Path(blackjack_env.server.__file__).parent / "cards.js"
 
@@ -103,7 +103,15 @@ def test_a_renderer_that_is_not_a_js_file_is_refused_at_build_time(tmp_path: Pat
         blackjack_app(web=True, web_renderer=tmp_path / "missing.js")
 
 
-@pytest.mark.parametrize("name", AutoEnv.names())
+def _playground_sample() -> list[str]:
+    """Every single env, and the first two members of each family (a family's members share one
+    server and one form builder; the ecosystem tests drive more of them over the wire)."""
+    members = {n for f in family_names() for n in env_names(f)}
+    sample = [n for n in AutoEnv.names() if n not in members]
+    return sample + [n for f in family_names() for n in env_names(f)[:2]]
+
+
+@pytest.mark.parametrize("name", _playground_sample())
 def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page: Any) -> None:
     """`openenv-train serve` turns the page on for loopback; no env-specific code draws it."""
     port = free_port()
