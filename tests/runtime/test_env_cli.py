@@ -117,6 +117,11 @@ def podman_image(env_dir, image) -> str:
     return image
 
 
+def _default_stop_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("engine", ["docker", "podman"])
 @pytest.mark.parametrize(
     "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
@@ -131,6 +136,9 @@ def test_serve_in_a_container_and_any_stop_signal_removes_it(engine, stop, env_d
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a serve started from a terminal: under `nohup` (a test run started that way) SIGHUP is
+        # inherited as ignored, and serve deliberately leaves an ignored signal alone
+        preexec_fn=_default_stop_signals,
     )
     try:
         line = server.stdout.readline()
