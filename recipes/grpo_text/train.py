@@ -50,6 +50,46 @@ def training_spec(cfg: TextRecipeConfig, member: Member) -> Any:
     return cfg.make_spec(member, seed=cfg.seed) if hasattr(spec, "seed") else spec
 
 
+def report_layout(cfg: TextRecipeConfig, tokenizer: Any, urls: dict[str, list[str]]) -> tuple:
+    """A random player's scores on the eval and validation games (the line the curve must rise
+    above), the table's columns, the curve's panels and the run's one-line description: per env
+    for a mixture."""
+    ev, members = cfg.eval, cfg.members()
+    val_seed = ev.seed + VALIDATION_OFFSET
+    if not cfg.mixture:
+        url = urls[members[0].name]
+        baselines = random_baseline(cfg, tokenizer, url, ev.episodes, ev.seed)
+        val_baselines = random_baseline(cfg, tokenizer, url, ev.periodic_episodes, val_seed)
+        panels = (("mean_reward", "mean reward"), ("win_rate", "share of games won"))
+        return baselines, val_baselines, COLUMNS, panels, cfg.env.app
+    baselines = mixture_baseline(cfg, tokenizer, urls, ev.episodes, ev.seed)
+    val_baselines = mixture_baseline(cfg, tokenizer, urls, ev.periodic_episodes, val_seed)
+    columns = (
+        ("mean reward (envs' mean)", "mean_reward", "+.3f"),
+        *((m.name, env_metric(m.name, "mean_reward"), "+.3f") for m in members),
+        ("won", "win_rate", ".1%"),
+    )
+    panels = tuple((env_metric(m.name, "mean_reward"), f"{m.name}: mean reward") for m in members)
+    what = "mixture of " + ", ".join(f"{m.name} ({m.weight:g})" for m in members)
+    return baselines, val_baselines, columns, panels, what
+
+
+def make_rollout(
+    cfg: TextRecipeConfig, urls: dict[str, list[str]], servers: Any, on_batch: Any
+) -> Any:
+    """The trainer's rollout_func: one env's, or the mixture's (groups dealt by weight)."""
+    members = cfg.members()
+    if not cfg.mixture:
+        spec = training_spec(cfg, members[0])
+        return trainer_rollout_func(cfg, spec, servers, urls[members[0].name], on_batch)
+    mixture = [
+        MixtureMember(m.name, training_spec(cfg, m), urls[m.name], m.weight) for m in members
+    ]
+    return make_mixture_rollout_func(
+        mixture, config=rollout_config(cfg), seed=cfg.seed, on_batch=on_batch
+    )
+
+
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
     from openenv_train.policy.transformers_policy import TransformersPolicy
@@ -85,26 +125,7 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 return play(members[0], n, seed)
             return per_env({m.name: play(m, n, seed) for m in members})
 
-        val_seed = ev.seed + VALIDATION_OFFSET
-        if cfg.mixture:  # a random player on the same games of every env
-            baselines = mixture_baseline(cfg, tokenizer, urls, ev.episodes, ev.seed)
-            val_baselines = mixture_baseline(cfg, tokenizer, urls, ev.periodic_episodes, val_seed)
-            columns = (
-                ("mean reward (envs' mean)", "mean_reward", "+.3f"),
-                *((m.name, env_metric(m.name, "mean_reward"), "+.3f") for m in members),
-                ("won", "win_rate", ".1%"),
-            )
-            panels = tuple(
-                (env_metric(m.name, "mean_reward"), f"{m.name}: mean reward") for m in members
-            )
-            what = "mixture of " + ", ".join(f"{m.name} ({m.weight:g})" for m in members)
-        else:  # a random player on the same games: the line the curve must rise above
-            url = urls[members[0].name]
-            baselines = random_baseline(cfg, tokenizer, url, ev.episodes, ev.seed)
-            val_baselines = random_baseline(cfg, tokenizer, url, ev.periodic_episodes, val_seed)
-            columns = COLUMNS
-            panels = (("mean_reward", "mean reward"), ("win_rate", "share of games won"))
-            what = cfg.env.app
+        baselines, val_baselines, columns, panels, what = report_layout(cfg, tokenizer, urls)
         evals = Evals(
             run,
             model,
@@ -124,18 +145,7 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         )
         evals.begin()  # the eval before training (or, resuming, the run so far)
 
-        if cfg.mixture:
-            mixture = [
-                MixtureMember(m.name, training_spec(cfg, m), urls[m.name], m.weight)
-                for m in members
-            ]
-            rollout_func = make_mixture_rollout_func(
-                mixture, config=rollout_config(cfg), seed=cfg.seed, on_batch=evals.on_batch
-            )
-        else:
-            url = urls[members[0].name]
-            train_spec = training_spec(cfg, members[0])
-            rollout_func = trainer_rollout_func(cfg, train_spec, servers, url, evals.on_batch)
+        rollout_func = make_rollout(cfg, urls, servers, evals.on_batch)
         run.close_at_end(rollout_func.close)
         trainer = trainer_class(cfg)(
             model=model,
