@@ -8,36 +8,32 @@ textarena/GuessTheNumber-v0``) serves that game. ``TEXTARENA_MAX_SESSIONS`` (def
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 from openenv_train import create_app
+from openenv_train.server.member_apps import member_apps, session_bounds
 
 from ..games import game_ids
 from ..models import GameObservation, MoveAction, TextArenaState
 from .environment import TextArenaEnvironment
 
 
-@functools.cache
-def app_for(game: str) -> Any:
-    """The server app of ``game`` (one per process, built once)."""
-    if game not in game_ids():
-        raise AttributeError(
-            f"no single-player textarena game {game!r} is served here; `openenv-train envs` "
-            "lists the textarena/<game id> names"
-        )
+def _build(game: str) -> Any:
     return create_app(
         functools.partial(TextArenaEnvironment, game),
         MoveAction,
         GameObservation,
         TextArenaState,
         metadata=TextArenaEnvironment.metadata_for(game),
-        max_sessions=int(os.environ.get("TEXTARENA_MAX_SESSIONS") or 1024),
-        session_timeout=float(os.environ.get("TEXTARENA_SESSION_TIMEOUT") or 300),
+        **session_bounds("TEXTARENA", 1024),
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return app_for(name)
+app_for, __getattr__ = member_apps(
+    _build,
+    lambda game: game in game_ids(),
+    lambda game: (
+        f"no single-player textarena game {game!r} is served here; `openenv-train envs` "
+        "lists the textarena/<game id> names"
+    ),
+)

@@ -9,37 +9,32 @@ default 300) configure it.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 from openenv_train import create_app
+from openenv_train.server.member_apps import member_apps, session_bounds
 
 from ..installed import is_installed
 from ..models import AnswerAction, VerifiersObservation, VerifiersState
 from .environment import VerifiersEnvironment, load_verifiers_env
 
 
-@functools.cache
-def app_for(env_id: str) -> Any:
-    """The server app of the verifiers environment ``env_id`` (loaded once per process)."""
-    if "." in env_id or not is_installed(env_id):
-        raise AttributeError(
-            f"no verifiers environment {env_id!r} is installed; `openenv-train envs` lists the "
-            "verifiers/<env id> names"
-        )
-    loaded = load_verifiers_env(env_id)
+def _build(env_id: str) -> Any:
     return create_app(
-        functools.partial(VerifiersEnvironment, loaded),
+        functools.partial(VerifiersEnvironment, load_verifiers_env(env_id)),
         AnswerAction,
         VerifiersObservation,
         VerifiersState,
         metadata=VerifiersEnvironment.metadata_for(env_id),
-        max_sessions=int(os.environ.get("VERIFIERS_MAX_SESSIONS") or 4096),
-        session_timeout=float(os.environ.get("VERIFIERS_SESSION_TIMEOUT") or 300),
+        **session_bounds("VERIFIERS", 4096),
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return app_for(name)
+app_for, __getattr__ = member_apps(
+    _build,
+    lambda env_id: "." not in env_id and is_installed(env_id),
+    lambda env_id: (
+        f"no verifiers environment {env_id!r} is installed; `openenv-train envs` lists the "
+        "verifiers/<env id> names"
+    ),
+)
