@@ -28,13 +28,15 @@ def load_run_config(model_dir: Path, recipe_name: str | None) -> Any:
 
 
 def passk(args: argparse.Namespace) -> int:
-    """``eval --k``: sample, score, print (or ``--json``), write the trajectories."""
+    """``eval --k``: sample, score, print (or ``--json``), write the trajectories and the
+    :class:`~openenv_train.core.evals.EvalResult` (the scores with every parameter behind them)."""
     import torch
 
     from ..policy.tiny import load_tiny_model
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.episode import RolloutConfig
-    from ..training.passk import evaluate_passk, results_rows, targets_of_run, write_jsonl
+    from ..training.passk import results_rows, targets_of_run, write_jsonl
+    from ..training.passk_harness import PassAtKHarness
 
     model_dir = Path(args.model)
     cfg = load_run_config(model_dir, args.recipe)
@@ -57,21 +59,33 @@ def passk(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     model, tokenizer = load_tiny_model(model_dir)
     seed = args.seed if args.seed is not None else getattr(cfg.eval, "seed", 0)
-    report, rows = evaluate_passk(
-        TransformersPolicy(model, tokenizer),
-        targets,
-        tasks=args.tasks,
-        k=args.k,
-        seed=seed,
-        config=config,
-        threshold=args.threshold,
+    harness = PassAtKHarness(TransformersPolicy(model, tokenizer), targets)
+    result = harness.run_from_config(
+        harness.config(
+            tasks=args.tasks,
+            k=args.k,
+            seed=seed,
+            threshold=args.threshold,
+            rollout=config,
+            model=str(model_dir),
+        )
     )
+    report, rows = result.scores, harness.trajectories
     out = Path(args.trajectories or model_dir.parent / "eval" / f"trajectories_k{args.k}.jsonl")
     write_jsonl(out, rows)
+    result_path = Path(args.result or model_dir.parent / "eval" / f"result_k{args.k}.json")
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    result_path.write_text(result.model_dump_json(indent=2))
     if args.json:
         print(
             json.dumps(
-                {"model": str(model_dir), "seed": seed, "envs": report, "trajectories": str(out)},
+                {
+                    "model": str(model_dir),
+                    "seed": seed,
+                    "envs": report,
+                    "trajectories": str(out),
+                    "result": str(result_path),
+                },
                 indent=2,
             )
         )
@@ -90,6 +104,7 @@ def passk(args: argparse.Namespace) -> int:
         table.add_row(*row)
     Console().print(table)
     print(f"trajectories ({len(rows)} episodes) -> {out}; replay: openenv-train replay {out}")
+    print(f"result (scores and every parameter behind them) -> {result_path}")
     return 0
 
 
@@ -153,6 +168,13 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="OUT.jsonl",
         help="where the eval episodes go (--k; default RUN/eval/trajectories_kK.jsonl)",
+    )
+    p.add_argument(
+        "--result",
+        default=None,
+        metavar="OUT.json",
+        help="where the EvalResult (scores and their parameters) goes "
+        "(--k; default RUN/eval/result_kK.json)",
     )
 
 

@@ -1,7 +1,7 @@
 """``openenv-train eval --k``: the unbiased pass@k estimator against hand-computed values, and
 the command end to end on a real countdown server with a tiny warmed-up model: the report (table
-and JSON), the trajectory file, and ``openenv-train replay`` on it (0 differences; a changed env
-reward is reported, exit 1)."""
+and JSON), the trajectory file, the EvalResult (scores and their parameters), and
+``openenv-train replay`` on it (0 differences; a changed env reward is reported, exit 1)."""
 
 from __future__ import annotations
 
@@ -105,6 +105,16 @@ def test_eval_k_reports_passk_and_replay_finds_changed_rewards(
     assert scores["tasks"] == 6 and scores["k"] == 4 and scores["episodes"] == 24
     assert 0 <= scores["pass@1"] <= scores["pass@2"] <= scores["pass@4"] <= 1
     assert -1 <= scores["mean@4"] <= 1
+    # the EvalResult beside it: the same scores with every parameter behind them
+    from openenv_train.core.evals import EvalResult
+
+    result = EvalResult.model_validate_json(Path(report["result"]).read_text())
+    assert result.scores == report["envs"]
+    assert result.config.harness_name == "PassAtKHarness" and result.config.dataset == "countdown"
+    params = result.config.eval_parameters
+    assert (params["tasks"], params["k"], params["seed"]) == (6, 4, 2_000_000_000)
+    assert params["model"] == str(countdown_run / "model")
+    assert params["rollout"]["temperature"] == 1.0 and params["threshold"] == 0.0
 
     rows = [json.loads(line) for line in traj.read_text().splitlines()]
     assert len(rows) == 24
@@ -156,6 +166,8 @@ def test_table_output_and_bad_input(countdown_run: Path, tmp_path: Path, capsys:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "pass@1" in done.stdout and "mean@2" in done.stdout and "countdown" in done.stdout
+    assert f"result (scores and every parameter behind them) -> {countdown_run}" in done.stdout
+    assert (countdown_run / "eval" / "result_k2.json").is_file()
     missing = openenv_train("replay", str(tmp_path / "nope.jsonl"), capsys=capsys)
     assert missing.returncode == 2 and "eval --k" in missing.stderr
     (tmp_path / "bad.jsonl").write_text('{"env": "x"}\n')
