@@ -103,7 +103,7 @@ class _SDKClient(LLMClient):
         model: str,
         api_key: str | None,
         system_prompt: str | None,
-        temperature: float,
+        temperature: float | None,
         max_tokens: int,
     ) -> None:
         super().__init__(endpoint, port)
@@ -128,19 +128,25 @@ class _SDKClient(LLMClient):
         return self._client
 
     def _sampling(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """temperature and max_tokens (the defaults unless given), then any other SDK options."""
-        return {
+        """temperature and max_tokens (the defaults unless given; a temperature of None is not
+        sent, for models that refuse one), then any other SDK options."""
+        options = {
             "temperature": kwargs.get("temperature", self.temperature),
             "max_tokens": kwargs.get("max_tokens", self.max_tokens),
             **{k: v for k, v in kwargs.items() if k not in ("temperature", "max_tokens")},
         }
+        if options["temperature"] is None:
+            del options["temperature"]
+        return options
 
 
 class OpenAIClient(_SDKClient):
     """An OpenAI-compatible chat-completions endpoint (``{endpoint}:{port}/v1``).
 
     ``api_key=None`` sends ``"not-needed"``, which local servers (vLLM, Ollama) accept.
-    ``system_prompt`` is sent before every ``complete`` prompt.
+    ``system_prompt`` is sent before every ``complete`` prompt; ``temperature=None`` leaves the
+    temperature to the server. Keyword arguments of ``complete`` other than ``temperature`` and
+    ``max_tokens`` go to the SDK's ``create`` as they are (``top_p``, ``stop``...).
     """
 
     def __init__(
@@ -150,7 +156,7 @@ class OpenAIClient(_SDKClient):
         model: str,
         api_key: str | None = None,
         system_prompt: str | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int = 256,
     ) -> None:
         super().__init__(endpoint, port, model, api_key, system_prompt, temperature, max_tokens)
@@ -192,8 +198,16 @@ class OpenAIClient(_SDKClient):
         return LLMResponse(content=message.content or "", tool_calls=calls)
 
 
+#: sampling options the anthropic SDK (1.0 on) only sends inside ``extra_body``
+_ANTHROPIC_BODY_ONLY = ("temperature", "top_p", "top_k")
+
+
 class AnthropicClient(_SDKClient):
-    """Anthropic's Messages API at ``{endpoint}:{port}`` (needs the ``anthropic`` package)."""
+    """Anthropic's Messages API at ``{endpoint}:{port}`` (needs the ``anthropic`` package).
+
+    ``temperature``, ``top_p`` and ``top_k`` are sent in the request body with any SDK version;
+    pass ``temperature=None`` for models that accept no temperature.
+    """
 
     def __init__(
         self,
@@ -202,10 +216,19 @@ class AnthropicClient(_SDKClient):
         model: str,
         api_key: str | None = None,
         system_prompt: str | None = None,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         max_tokens: int = 256,
     ) -> None:
         super().__init__(endpoint, port, model, api_key, system_prompt, temperature, max_tokens)
+
+    def _sampling(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """As for OpenAI, but the sampling knobs travel in ``extra_body``: anthropic 1.0 took
+        them out of ``messages.create``'s arguments, and the API still reads them in the body."""
+        options = super()._sampling(kwargs)
+        knobs = {k: options.pop(k) for k in _ANTHROPIC_BODY_ONLY if k in options}
+        if knobs:
+            options["extra_body"] = {**options.get("extra_body", {}), **knobs}
+        return options
 
     def _sdk_factory(self, api_key: str) -> Callable[[], Any]:
         try:
@@ -261,7 +284,7 @@ def create_llm_client(
     api_key: str,
     *,
     system_prompt: str | None = None,
-    temperature: float = 0.0,
+    temperature: float | None = 0.0,
     max_tokens: int = 4096,
 ) -> LLMClient:
     """A client for a hosted provider by name (``"openai"`` or ``"anthropic"``, any case)."""
