@@ -122,6 +122,8 @@ class _SDKClient(LLMClient):
         """The SDK client for the running event loop (a new one when the loop changed)."""
         loop = asyncio.get_running_loop()
         owner = getattr(self, "_loop", None)
+        # (an object made with __new__ and a ``_client`` set by hand, as in OpenEnv's tests,
+        # has no maker: it keeps that client)
         if owner is not None and owner() is not loop and hasattr(self, "_new_sdk_client"):
             self._client = self._new_sdk_client()
         self._loop = weakref.ref(loop)
