@@ -13,6 +13,13 @@ measure what a user who changes only the imports gets (``--lenient``: only the t
 missing name fail, which shows how much of each file works). The report gives passed / failed / skipped
 (and collection errors) per test file.
 
+Patching reaches our code: setting a name on an ``openenv.*`` alias module (what
+``unittest.mock.patch("openenv.core.llm_client.AsyncOpenAI")`` or ``monkeypatch.setattr`` do)
+sets it on the openenv-train module that answers that name, and deleting it puts back what that
+module held before (``patch`` deletes on exit), so nested patches unwind in order. Names no
+openenv-train module answers, and submodules the import system links to their parent, stay on
+the alias.
+
 A measurement tool, not part of ``make test``: it needs a checkout of OpenEnv's repository.
 """
 
@@ -41,6 +48,11 @@ RENAMES: dict[str, str] = {
     "convert_to_ws_url": "openenv_train.client.base:to_ws_url",
     "GenericMCPObservation": "openenv_train.client.generic:GenericObservation",
     "MCPClientBase": "openenv_train.client.mcp:MCPToolClient",
+    # the LLM clients' tool and message converters (private in OpenEnv, public here)
+    "_clean_mcp_schema": "openenv_train.core.llm_client:tool_input_schema",
+    "_mcp_tools_to_openai": "openenv_train.core.llm_client:tools_to_openai",
+    "_mcp_tools_to_anthropic": "openenv_train.core.llm_client:tools_to_anthropic",
+    "_openai_msgs_to_anthropic": "openenv_train.core.llm_client:messages_to_anthropic",
 }
 
 #: openenv-train modules searched (in this order) for a name OpenEnv exports.
@@ -97,22 +109,56 @@ class _AliasModule(types.ModuleType):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.__path__: list[str] = []  # a package: submodule imports come back to the finder
-        self._search = [m for m in _tail_modules(name) if _import_or_none(m) is not None]
-        self._search += list(SEARCH)
+        search = [m for m in _tail_modules(name) if _import_or_none(m) is not None]
+        super().__setattr__("_search", search + list(SEARCH))
+        # name -> [(our module, its name there, what it held before)], one entry per set
+        super().__setattr__("_saved", {})
+
+    def _owner(self, attr: str) -> tuple[types.ModuleType, str] | None:
+        """The openenv-train module that answers ``attr``, and the name it has there."""
+        if attr in RENAMES:
+            module, _, obj = RENAMES[attr].partition(":")
+            return importlib.import_module(module), obj
+        for module_name in self._search:
+            module = _import_or_none(module_name)
+            if module is not None and hasattr(module, attr):
+                return module, attr
+        return None
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        if attr in RENAMES:
-            module, _, obj = RENAMES[attr].partition(":")
-            return getattr(importlib.import_module(module), obj)
-        for module_name in self._search:
-            module = _import_or_none(module_name)
-            if module is not None and hasattr(module, attr):
-                return getattr(module, attr)
+        owner = self._owner(attr)
+        if owner is not None:
+            return getattr(*owner)
         if os.environ.get("OPENENV_SUITE_LENIENT") == "1":
             return _missing(f"{self.__name__}.{attr}")
         raise AttributeError(f"openenv-train has no counterpart of {self.__name__}.{attr}")
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        owner = None
+        if not attr.startswith("__") and not isinstance(value, types.ModuleType):
+            owner = self._owner(attr)
+        if owner is None:
+            super().__setattr__(attr, value)
+            return
+        module, name = owner
+        self._saved.setdefault(attr, []).append((module, name, module.__dict__.get(name, _ABSENT)))
+        setattr(module, name, value)
+
+    def __delattr__(self, attr: str) -> None:
+        stack = self._saved.get(attr)
+        if not stack:
+            super().__delattr__(attr)
+            return
+        module, name, before = stack.pop()
+        if before is _ABSENT:
+            delattr(module, name)
+        else:
+            setattr(module, name, before)
+
+
+_ABSENT = object()
 
 
 def _missing(name: str) -> type:

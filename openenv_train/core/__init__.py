@@ -1,4 +1,4 @@
-"""Protocol models, wire encoding and errors. No I/O lives here."""
+"""Protocol models, wire encoding and errors. No I/O lives here but ``llm_client`` (model SDKs)."""
 
 from .errors import (
     ActionValidationError,

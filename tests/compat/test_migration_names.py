@@ -8,6 +8,7 @@ refuses names we do not have.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -79,3 +80,44 @@ def test_the_suite_shim_maps_names_and_refuses_missing_ones() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "refused"
+
+
+PATCH_CHECK = """
+import os, sys
+from unittest import mock
+import openenv_suite
+openenv_suite.install_shim()
+import openenv.core.llm_client as alias
+import openenv_train.core.llm_client as ours
+import openenv_train.server as server
+original, create_app = ours.AsyncOpenAI, server.create_app
+with mock.patch("openenv.core.llm_client.AsyncOpenAI") as outer:
+    assert ours.AsyncOpenAI is outer  # the patch reaches the module our code reads
+    with mock.patch.object(alias, "AsyncOpenAI", "inner"):
+        assert ours.AsyncOpenAI == "inner" and alias.AsyncOpenAI == "inner"
+    assert ours.AsyncOpenAI is outer  # nested patches unwind in order
+assert ours.AsyncOpenAI is original and "AsyncOpenAI" not in vars(alias)
+with mock.patch("openenv.core.env_server.http_server.create_fastapi_app", "renamed"):
+    assert server.create_app == "renamed"  # a RENAMES entry patches our name
+assert server.create_app is create_app
+with mock.patch("openenv.core.llm_client.NoSuchName", 1, create=True):
+    assert alias.NoSuchName == 1 and not hasattr(ours, "NoSuchName")  # nobody owns it
+assert sys.modules["openenv_train.core"].llm_client is ours  # submodule links stay on the alias
+print("restored", os.environ.get("OPENENV_SUITE_LENIENT"))
+"""
+
+
+@pytest.mark.parametrize("lenient", ["0", "1"])
+def test_patching_an_openenv_name_patches_ours_and_restores_it(lenient: str) -> None:
+    """``mock.patch("openenv.X.Name")`` in OpenEnv's tests must reach openenv-train's module
+    (where our code looks the name up) and put the original back on exit."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PATCH_CHECK],
+        cwd=ROOT / "scripts",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OPENENV_SUITE_LENIENT": lenient},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == f"restored {lenient}"

@@ -1,8 +1,8 @@
 """``LLMJudge``: a rubric that asks a language model for a score (LLM-as-a-judge).
 
-The model is pluggable: pass OpenEnv's ``client=`` (anything with ``complete(prompt)``, sync or
-async, such as an OpenAI-compatible client wrapper) or ``judge=`` (any callable
-``prompt -> str``, sync or async). Nothing here opens a connection itself.
+The model is pluggable: pass OpenEnv's ``client=`` (an ``openenv_train.core.llm_client``
+client such as ``OpenAIClient``, or anything with ``complete(prompt)``, sync or async) or
+``judge=`` (any callable ``prompt -> str``, sync or async). Nothing here opens a connection itself.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .base import Rubric
 
 
 class CompletionClient(Protocol):
-    """What ``LLMJudge(client=...)`` needs: OpenEnv's ``LLMClient.complete``."""
+    """What ``LLMJudge(client=...)`` needs: ``LLMClient.complete`` (``core.llm_client``)."""
 
     def complete(self, prompt: str) -> str | Awaitable[str]: ...
 
@@ -50,13 +50,16 @@ class LLMJudge(Rubric):
             )
         self.prompt_template = prompt_template
         self._client = client
-        self._judge: Judge = judge if judge is not None else client.complete  # type: ignore[union-attr]
+        self._judge = judge
         self._score_pattern = re.compile(score_pattern or r"(\d+\.?\d*)")
         self.default_score = default_score
         self.normalize = normalize
 
     async def forward(self, action: Any, observation: Any) -> float:
-        answer = self._judge(self._render_prompt(action, observation))
+        prompt = self._render_prompt(action, observation)
+        # the client is read per call, as in OpenEnv: a swapped ``_client`` is the one asked
+        ask = self._judge if self._judge is not None else self._client.complete  # type: ignore[union-attr]
+        answer = ask(prompt)
         if inspect.isawaitable(answer):
             answer = await answer
         return self._parse_score(str(answer))
