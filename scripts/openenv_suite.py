@@ -64,6 +64,7 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.client.sync",
     "openenv_train.client.compat",
     "openenv_train.catalog",
+    "openenv_train.runtime.daytona",
 )
 
 ALIASED_ROOTS = ("openenv", "openenv_core")
