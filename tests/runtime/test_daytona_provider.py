@@ -16,7 +16,7 @@ import pytest
 from openenv_train import CallToolAction
 from openenv_train.client import MCPToolClient
 from openenv_train.core.errors import ServerStartError
-from openenv_train.runtime import DaytonaProvider
+from openenv_train.runtime import DaytonaProvider, start_servers
 from openenv_train.runtime.daytona import SandboxError, SandboxTimeoutError
 
 ECHO_APP = "echo_env.server.app:app"
@@ -185,3 +185,18 @@ def test_only_port_8000_and_one_sandbox_at_a_time(cloud):
     provider.stop()
     provider.stop()  # idempotent
     assert second.deleted
+
+
+def test_start_servers_runs_one_sandbox_per_server_and_stops_all(cloud):
+    with start_servers(ECHO_APP, 2, runtime="daytona", image="org/echo-env:latest") as group:
+        assert len(set(group.base_urls)) == 2 and len(cloud.sandboxes) == 2
+        for url in group.base_urls:
+            with MCPToolClient(url).sync() as env:
+                env.reset()
+                assert env.call_tool("echo_message", message=url) == url
+    assert all(s.deleted for s in cloud.sandboxes)
+    with pytest.raises(SandboxError, match="Server process died"):
+        start_servers("no_such_module:app", 2, runtime="daytona", image="org/echo-env:latest")
+    assert all(s.deleted for s in cloud.sandboxes)
+    with pytest.raises(ValueError, match="needs image"):
+        start_servers(ECHO_APP, 1, runtime="daytona")
