@@ -147,10 +147,8 @@ class DaytonaProvider(Provider):
         self._daytona = self._sdk.Daytona(self._sdk.DaytonaConfig(**config))
         self.image, self.app, self.cmd, self.env = image, app, cmd, dict(env or {})
         self.public, self.resources = public, resources
-        self.auto_stop_interval, self.on_snapshot_create_logs = (
-            auto_stop_interval,
-            on_snapshot_create_logs,
-        )
+        self.auto_stop_interval = auto_stop_interval
+        self.on_snapshot_create_logs = on_snapshot_create_logs
         self.create_timeout, self.startup_timeout = float(create_timeout), float(startup_timeout)
         self.preview_ttl = preview_ttl
         if token is None and public:
