@@ -76,6 +76,8 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.client.sync",
     "openenv_train.client.compat",
     "openenv_train.catalog",
+    "openenv_train.runtime.daytona",
+    "openenv_train.runtime.openenv_docker",
 )
 
 ALIASED_ROOTS = ("openenv", "openenv_core")

@@ -1,16 +1,21 @@
 """Runtimes that start env servers: local processes (the embedded default), hardened Docker or
-Podman containers, and warm pools over either. ``start_servers`` is the one entry point."""
+Podman containers, Daytona cloud sandboxes, and warm pools. ``start_servers`` is the one entry
+point."""
 
 from .container import ContainerProvider
+from .daytona import DaytonaProvider  # imports the Daytona SDK only when one is made
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
+from .openenv_docker import LocalDockerProvider  # OpenEnv's shape on ContainerProvider
 from .pool import EnvPool, Lease
 from .ray_fleet import RayServerGroup, start_ray_servers  # imports Ray only when used
 from .servers import start_container_servers, start_servers
 
 __all__ = [
     "ContainerProvider",
+    "DaytonaProvider",
     "EnvPool",
     "Lease",
+    "LocalDockerProvider",
     "LocalProcessProvider",
     "RayServerGroup",
     "ServerGroup",

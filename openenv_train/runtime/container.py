@@ -30,6 +30,7 @@ from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_se
 from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .health import Provider, wait_healthy
+from .launch import serve_argv
 from .netns_port import NetnsPort
 
 #: The defaults ``relax`` can turn off, by name.
@@ -195,10 +196,7 @@ class ContainerProvider(Provider):
         if self.command is not None:
             config["command"] = list(self.command)
         elif self.app is not None:
-            config["command"] = [
-                "python3", "-m", "openenv_train.runtime.launch", "--app", self.app,
-                "--host", "0.0.0.0", "--port", str(self.container_port),
-            ]  # fmt: skip
+            config["command"] = serve_argv(self.app, self.container_port)
         # An init as PID 1 reaps every orphan (the engine's tini / catatonit), whatever the env runs.
         host: dict[str, Any] = {"init": True}
         if self.network == "none":

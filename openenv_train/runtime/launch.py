@@ -22,6 +22,13 @@ import time
 PR_SET_PDEATHSIG = 1
 
 
+def serve_argv(app: str, port: int, python: str = "python3") -> list[str]:
+    """The command that serves ``app`` on every interface of a container or sandbox at ``port``
+    (isolated machines: 0.0.0.0 there is reached only through what publishes the port)."""
+    return [python, "-m", "openenv_train.runtime.launch", "--app", app,
+            "--host", "0.0.0.0", "--port", str(port)]  # fmt: skip
+
+
 def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         try:

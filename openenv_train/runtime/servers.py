@@ -1,7 +1,8 @@
 """``start_servers(app, n, runtime=...)``: the one entry point recipes and the CLI use.
 
 Every runtime returns a ``ServerGroup``-like object: ``.base_urls``, an idempotent verified
-``.stop()``, and context-manager use. ``ray`` is a fleet on a Ray cluster (``ray_fleet``).
+``.stop()``, and context-manager use. ``ray`` is a fleet on a Ray cluster (``ray_fleet``),
+``daytona`` one Daytona cloud sandbox per server (``daytona``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import uuid
 from typing import Any
 
 from .container import ContainerProvider
+from .daytona import DaytonaProvider
 from .local import ServerGroup, start_group, start_local_servers
 
-RUNTIMES = ("local", "docker", "podman", "ray")
+RUNTIMES = ("local", "docker", "podman", "ray", "daytona")
 
 
 def start_container_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
@@ -33,20 +35,33 @@ def start_container_servers(app: str | None, n: int, *, image: str, **options: A
     return start_group(group, parallel_spawn=True)
 
 
-def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
-    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker``, ``podman`` or ``ray``).
+def start_daytona_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
+    """Start ``n`` Daytona sandboxes of ``image`` in parallel (``options`` go to each
+    ``DaytonaProvider``); stops all on any failure."""
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    group = ServerGroup(DaytonaProvider(image, app=app, **options) for _ in range(n))
+    return start_group(group, parallel_spawn=True)
 
-    Container runtimes need ``image=`` (an image that contains ``app``; build one with
-    ``openenv-train build``); other options go to the provider (``relax=``, ``mem_limit=``...).
+
+def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
+    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker``, ``podman``, ``ray``
+    or ``daytona``).
+
+    Container and sandbox runtimes need ``image=`` (an image that contains ``app``; build one
+    with ``openenv-train build``); other options go to the provider (``relax=``,
+    ``mem_limit=``...; for ``daytona``: ``api_key=``, ``resources=``...).
     """
     if runtime == "local":
         return start_local_servers(app, n, **options)
-    if runtime in ("docker", "podman"):
+    if runtime in ("docker", "podman", "daytona"):
         if not options.get("image"):
             raise ValueError(
                 f"runtime={runtime!r} needs image=...: an image with {app!r} in it "
                 "(build one: openenv-train build envs/<env> --tag NAME)"
             )
+        if runtime == "daytona":
+            return start_daytona_servers(app, n, **options)
         options.setdefault("engine", runtime)
         return start_container_servers(app, n, **options)
     if runtime == "ray":
