@@ -1,7 +1,9 @@
-"""Env servers: the Environment base classes and create_app (HTTP, /ws, /mcp)."""
+"""Env servers: the Environment base classes and create_app / HTTPEnvServer (HTTP, /ws, /mcp)."""
 
 from .app import create_app
+from .concurrency import ConcurrencyConfig, ServerCapacityStatus
 from .environment import Environment, NoEpisodeError, Transform
+from .http_server import HTTPEnvServer
 from .limits import Limits
 from .mcp import MCPEnvironment, tool
 from .serve import DEFAULT_HTTP_IMPL, DEFAULT_WS_IMPL, serve, uvicorn_kwargs
@@ -9,10 +11,13 @@ from .serve import DEFAULT_HTTP_IMPL, DEFAULT_WS_IMPL, serve, uvicorn_kwargs
 __all__ = [
     "DEFAULT_HTTP_IMPL",
     "DEFAULT_WS_IMPL",
+    "ConcurrencyConfig",
     "Environment",
+    "HTTPEnvServer",
     "Limits",
     "MCPEnvironment",
     "NoEpisodeError",
+    "ServerCapacityStatus",
     "Transform",
     "create_app",
     "serve",
