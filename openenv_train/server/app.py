@@ -70,6 +70,7 @@ def create_app(
     env_name: str | None = None,
     max_concurrent_envs: int | None = None,
     concurrency_config: ConcurrencyConfig | None = None,
+    reset_observation_cls: type[Observation] | None = None,
 ) -> FastAPI:
     """Serve ``env``'s envs (a class or factory); one env instance per WebSocket (or ``/mcp``) session.
 
@@ -86,7 +87,7 @@ def create_app(
     OpenEnv's keywords work too, so an OpenEnv env's ``app.py`` runs with its imports changed:
     ``env`` is the first argument's name, ``env_name`` names the server (its title and MCP server
     name), ``max_concurrent_envs`` is ``max_sessions``, ``concurrency_config`` gives both bounds
-    at once; an ``MCPEnvironment`` class may pass ``None`` for ``action_cls``/``observation_cls``
+    at once, ``reset_observation_cls`` (default ``observation_cls``) goes in ``/schema``; an ``MCPEnvironment`` class may pass ``None`` for ``action_cls``/``observation_cls``
     (OpenEnv allows it for tools-only envs): its tool actions and observations are used.
     The routes are an ``HTTPEnvServer``'s, registered on an app of our own.
     """
@@ -107,6 +108,7 @@ def create_app(
         observation_cls,
         concurrency_config=concurrency_config,
         state_cls=state_cls,
+        reset_observation_cls=reset_observation_cls,
         metadata=metadata,
         limits=limits,
         token=token,

@@ -160,11 +160,11 @@ class HTTPEnvServer:
     """Serve ``env``'s envs (a class or factory) on a FastAPI app; one env per session.
 
     ``max_concurrent_envs`` or ``concurrency_config`` (not both) bound the sessions; by default
-    4096 of them, each reaped after 300 s idle (OpenEnv: one, never reaped). Our keywords:
-    ``state_cls`` (the ``/schema`` state), ``metadata`` (``/metadata`` without building an env),
+    4096 of them, each reaped after 300 s idle (OpenEnv: one, never reaped). ``env_name`` names
+    the MCP server; ``state_cls`` and ``reset_observation_cls`` (default: ``observation_cls``) are
+    published in ``/schema``, as in OpenEnv. Our keywords: ``metadata`` (``/metadata`` without building an env),
     ``limits`` (every bound on what a client may spend; default ``Limits.from_env()``),
-    ``token`` (require ``Authorization: Bearer``; default the ``OPENENV_TRAIN_TOKEN`` variables),
-    ``env_name`` (the MCP server's name). An ``MCPEnvironment`` class may pass None for
+    ``token`` (require ``Authorization: Bearer``; default the ``OPENENV_TRAIN_TOKEN`` variables). An ``MCPEnvironment`` class may pass None for
     ``action_cls``/``observation_cls``: its tool actions and observations are used.
     """
 
@@ -175,12 +175,13 @@ class HTTPEnvServer:
         observation_cls: type[Observation] | None,
         max_concurrent_envs: int | None = None,
         concurrency_config: ConcurrencyConfig | None = None,
-        *,
+        env_name: str | None = None,
         state_cls: type[State] = State,
+        *,
+        reset_observation_cls: type[Observation] | None = None,
         metadata: EnvironmentMetadata | dict[str, Any] | None = None,
         limits: Limits | None = None,
         token: str | None = None,
-        env_name: str | None = None,
     ) -> None:
         if max_concurrent_envs is not None and concurrency_config is not None:
             raise ValueError(
@@ -200,6 +201,14 @@ class HTTPEnvServer:
             action_cls = CallToolAction if action_cls is None else action_cls
             observation_cls = CallToolObservation if observation_cls is None else observation_cls
         check_env_classes(env, action_cls, observation_cls, state_cls)
+        reset_observation_cls = reset_observation_cls or observation_cls
+        if not (
+            isinstance(reset_observation_cls, type)
+            and issubclass(reset_observation_cls, Observation)
+        ):
+            raise TypeError(
+                f"reset_observation_cls must be a subclass of Observation, got {reset_observation_cls!r}"
+            )
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")
         assert action_cls is not None and observation_cls is not None  # checked above
@@ -226,6 +235,7 @@ class HTTPEnvServer:
         self.schema = {
             "action": action_cls.model_json_schema(),
             "observation": observation_cls.model_json_schema(),
+            "reset_observation": reset_observation_cls.model_json_schema(),
             "state": state_cls.model_json_schema(),
         }
         self._metadata: list[EnvironmentMetadata] = []

@@ -202,3 +202,23 @@ def test_shutdown_closes_every_sessions_env_after_the_apps_own_lifespan() -> Non
             assert "session_id" in created["result"], created
     assert order == ["app lifespan ended, 0 envs closed"]
     assert Counter.closed - before == 2
+
+
+class Fresh(Observation):
+    greeting: str = "hello"
+
+
+def test_openenv_positional_arguments_and_the_reset_observation_schema() -> None:
+    app = (
+        FastAPI()
+    )  # OpenEnv 0.10's order: ..., max_concurrent_envs, concurrency_config, env_name, state_cls
+    HTTPEnvServer(
+        Counter, Add, Total, 3, None, "counter", State, reset_observation_cls=Fresh
+    ).register_routes(app)
+    with TestClient(app) as http:
+        schema = http.get("/schema").json()
+        assert "greeting" in schema["reset_observation"]["properties"]
+        assert "total" in schema["observation"]["properties"]
+        assert http.get("/health").json()["max_sessions"] == 3
+    with pytest.raises(TypeError, match="reset_observation_cls"):
+        HTTPEnvServer(Counter, Add, Total, reset_observation_cls=dict)  # type: ignore[arg-type]
