@@ -265,6 +265,11 @@ class HTTPEnvServer:
         ``"production"`` (without them), a ``ServerMode``, or None: the ``OPENENV_MODE``
         variable, else simulation. One env server per app: a second one is a RuntimeError.
         """
+        if not isinstance(app, FastAPI):
+            raise TypeError(
+                f"app must be a fastapi.FastAPI, got {type(app).__name__}; make one with FastAPI() "
+                "(or use create_app(), which makes the app too)"
+            )
         resolved = resolve_mode(mode)
         if isinstance(getattr(app, "gate", None), Gate):
             raise RuntimeError(

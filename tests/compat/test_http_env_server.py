@@ -24,6 +24,7 @@ from openenv_train.server import (
     create_app,
     tool,
 )
+from openenv_train.server.serve import gated
 
 TOKEN = "plain-app-token-0123456789"
 
@@ -131,10 +132,12 @@ def test_a_mode_is_a_server_mode_or_its_name() -> None:
         HTTPEnvServer(Counter, Add, Total).register_routes(FastAPI(), mode="staging")
 
 
-def test_one_env_server_per_app() -> None:
+def test_one_env_server_per_fastapi_app() -> None:
     app = plain_app()
     with pytest.raises(RuntimeError, match="already serves an env"):
         HTTPEnvServer(Counter, Add, Total).register_routes(app)
+    with pytest.raises(TypeError, match="FastAPI"):
+        HTTPEnvServer(Counter, Add, Total).register_routes(object())  # type: ignore[arg-type]
 
 
 def test_max_concurrent_envs_bounds_sessions(serve_app: Any) -> None:
@@ -179,6 +182,14 @@ def test_the_token_guards_every_route_of_a_plain_app_but_health() -> None:
         auth = {"Authorization": f"Bearer {TOKEN}"}
         assert http.get("/schema", headers=auth).status_code == 200
         assert http.get("/mine", headers=auth).status_code == 200
+
+
+def test_serve_gives_a_plain_apps_env_server_its_token() -> None:
+    app = plain_app()
+    assert gated(app, TOKEN, {}) is app  # the app's own gate now requires the token
+    with TestClient(app) as http:
+        assert http.get("/schema").status_code == 401
+        assert http.get("/mine", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
 def test_shutdown_closes_every_sessions_env_after_the_apps_own_lifespan() -> None:
