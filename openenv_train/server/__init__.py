@@ -2,7 +2,7 @@
 
 from .app import create_app
 from .concurrency import ConcurrencyConfig, ServerCapacityStatus
-from .environment import Environment, NoEpisodeError, Transform
+from .environment import CompositeTransform, Environment, NoEpisodeError, NullTransform, Transform
 from .http_server import HTTPEnvServer
 from .limits import Limits
 from .mcp import MCPEnvironment, tool
@@ -11,12 +11,14 @@ from .serve import DEFAULT_HTTP_IMPL, DEFAULT_WS_IMPL, serve, uvicorn_kwargs
 __all__ = [
     "DEFAULT_HTTP_IMPL",
     "DEFAULT_WS_IMPL",
+    "CompositeTransform",
     "ConcurrencyConfig",
     "Environment",
     "HTTPEnvServer",
     "Limits",
     "MCPEnvironment",
     "NoEpisodeError",
+    "NullTransform",
     "ServerCapacityStatus",
     "Transform",
     "create_app",
