@@ -17,7 +17,12 @@ from fastapi import FastAPI
 
 from ..core.messages import ServerMode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
-from .concurrency import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TIMEOUT_S, ConcurrencyConfig
+from .concurrency import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TIMEOUT_S,
+    ConcurrencyConfig,
+    concurrency_from,
+)
 from .guard import Gate
 from .http_server import HTTPEnvServer, check_session_bounds, resolve_mode
 from .limits import Limits
@@ -98,8 +103,8 @@ def create_app(
         concurrency_config = ConcurrencyConfig(
             max_concurrent_envs=max_sessions, session_timeout=session_timeout
         )
-    elif max_concurrent_envs is not None:
-        raise ValueError("give max_concurrent_envs or concurrency_config, not both")
+    else:
+        concurrency_config = concurrency_from(max_concurrent_envs, concurrency_config)
     resolved_mode = resolve_mode(mode)
     renderer = check_renderer(web_renderer)
     server = HTTPEnvServer(

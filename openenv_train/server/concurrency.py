@@ -53,3 +53,25 @@ class ServerCapacityStatus(BaseModel):
     @classmethod
     def from_counts(cls, active: int, max_sessions: int) -> ServerCapacityStatus:
         return cls(active_sessions=active, max_sessions=max_sessions)
+
+
+def concurrency_from(
+    max_concurrent_envs: int | None, concurrency_config: ConcurrencyConfig | None
+) -> ConcurrencyConfig:
+    """The one config OpenEnv's two spellings give: ``max_concurrent_envs=N`` is N sessions with
+    our idle timeout; giving both is a ValueError."""
+    if concurrency_config is None:
+        if max_concurrent_envs is None:
+            return ConcurrencyConfig()
+        return ConcurrencyConfig(max_concurrent_envs=max_concurrent_envs)
+    if max_concurrent_envs is not None:
+        raise ValueError(
+            "give max_concurrent_envs or concurrency_config, not both "
+            "(concurrency_config=ConcurrencyConfig(max_concurrent_envs=..., session_timeout=...))"
+        )
+    if not isinstance(concurrency_config, ConcurrencyConfig):
+        raise TypeError(
+            "concurrency_config must be an openenv_train.server.ConcurrencyConfig, "
+            f"got {concurrency_config!r}"
+        )
+    return concurrency_config

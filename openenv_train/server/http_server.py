@@ -31,7 +31,7 @@ from ..core.models import Action, EnvironmentMetadata, Observation, State
 from ..core.wire import observation_json, parse_action, state_json
 from ._threads import run_sync
 from .calls import build_env, calls_for
-from .concurrency import ConcurrencyConfig, ServerCapacityStatus
+from .concurrency import ConcurrencyConfig, ServerCapacityStatus, concurrency_from
 from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
 from .environment import Environment, NoEpisodeError
 from .guard import Gate, GatedApp
@@ -161,10 +161,11 @@ class HTTPEnvServer:
 
     ``max_concurrent_envs`` or ``concurrency_config`` (not both) bound the sessions; by default
     4096 of them, each reaped after 300 s idle (OpenEnv: one, never reaped). ``env_name`` names
-    the MCP server; ``state_cls`` and ``reset_observation_cls`` (default: ``observation_cls``) are
-    published in ``/schema``, as in OpenEnv. Our keywords: ``metadata`` (``/metadata`` without building an env),
-    ``limits`` (every bound on what a client may spend; default ``Limits.from_env()``),
-    ``token`` (require ``Authorization: Bearer``; default the ``OPENENV_TRAIN_TOKEN`` variables). An ``MCPEnvironment`` class may pass None for
+    the MCP server; ``state_cls`` and ``reset_observation_cls`` (default: ``observation_cls``)
+    are published in ``/schema``, as in OpenEnv. Our keywords: ``metadata`` (``/metadata``
+    without building an env), ``limits`` (every bound on what a client may spend; default
+    ``Limits.from_env()``), ``token`` (require ``Authorization: Bearer``; default the
+    ``OPENENV_TRAIN_TOKEN`` variables). An ``MCPEnvironment`` class may pass None for
     ``action_cls``/``observation_cls``: its tool actions and observations are used.
     """
 
@@ -183,20 +184,7 @@ class HTTPEnvServer:
         limits: Limits | None = None,
         token: str | None = None,
     ) -> None:
-        if max_concurrent_envs is not None and concurrency_config is not None:
-            raise ValueError(
-                "give max_concurrent_envs or concurrency_config, not both "
-                "(concurrency_config=ConcurrencyConfig(max_concurrent_envs=..., session_timeout=...))"
-            )
-        if concurrency_config is None:
-            bounds = (
-                {} if max_concurrent_envs is None else {"max_concurrent_envs": max_concurrent_envs}
-            )
-            concurrency_config = ConcurrencyConfig(**bounds)
-        elif not isinstance(concurrency_config, ConcurrencyConfig):
-            raise TypeError(
-                f"concurrency_config must be an openenv_train.server.ConcurrencyConfig, got {concurrency_config!r}"
-            )
+        concurrency_config = concurrency_from(max_concurrent_envs, concurrency_config)
         if isinstance(env, type) and issubclass(env, MCPEnvironment):
             action_cls = CallToolAction if action_cls is None else action_cls
             observation_cls = CallToolObservation if observation_cls is None else observation_cls

@@ -167,6 +167,12 @@ def test_concurrency_config_keeps_our_defaults_and_refuses_both_spellings() -> N
         HTTPEnvServer(Counter, Add, Total, 2, ConcurrencyConfig(max_concurrent_envs=2))
     with pytest.raises(ValueError, match="max_concurrent_envs"):
         ConcurrencyConfig(max_concurrent_envs=0)
+    with pytest.raises(ValueError, match="not both"):
+        create_app(
+            Counter, Add, Total, max_concurrent_envs=2, concurrency_config=ConcurrencyConfig()
+        )
+    with pytest.raises(TypeError, match="ConcurrencyConfig"):
+        HTTPEnvServer(Counter, Add, Total, concurrency_config={"max_concurrent_envs": 2})  # type: ignore[arg-type]
     app = create_app(
         Counter, Add, Total, concurrency_config=ConcurrencyConfig(max_concurrent_envs=2)
     )
