@@ -29,6 +29,25 @@ class Transform(ABC, Generic[ObsT]):
     def __call__(self, observation: ObsT) -> ObsT: ...
 
 
+class CompositeTransform(Transform[ObsT]):
+    """Several transforms as one, applied in order (OpenEnv's name)."""
+
+    def __init__(self, transforms: list[Transform[ObsT]]) -> None:
+        self.transforms = list(transforms)
+
+    def __call__(self, observation: ObsT) -> ObsT:
+        for transform in self.transforms:
+            observation = transform(observation)
+        return observation
+
+
+class NullTransform(Transform[ObsT]):
+    """The observation unchanged: a placeholder where a transform is expected (OpenEnv's name)."""
+
+    def __call__(self, observation: ObsT) -> ObsT:
+        return observation
+
+
 class Environment(Generic[ActT, ObsT, StateT]):
     """The env contract: one instance per session, driven by the server as a Gymnasium-style loop.
 

@@ -14,6 +14,7 @@ import pytest
 
 import openenv_train
 from openenv_train import Action, Environment, Observation, State, Transform, create_app
+from openenv_train.server import CompositeTransform, NullTransform
 from openenv_train.training import make_rubric_reward
 
 
@@ -307,3 +308,14 @@ async def test_a_harness_env_verifier_can_be_a_rubric() -> None:
     assert await env.score_turn(turn, HarnessResponse(response="all done")) == 1.0
     env.rubric = lambda action, response, env_: 0.5  # a plain three-argument verifier still works
     assert await env.score_turn(turn, HarnessResponse(response="x")) == 0.5
+
+
+def test_composite_and_null_transforms_apply_in_order() -> None:
+    class Mark(Transform[GuessObservation]):
+        def __call__(self, observation: GuessObservation) -> GuessObservation:
+            observation.feedback += "!"
+            return observation
+
+    both = CompositeTransform([Mark(), Shout(), NullTransform()])
+    assert both(GuessObservation(feedback="low")).feedback == "LOW!"
+    assert NullTransform()(GuessObservation(feedback="x")).feedback == "x"

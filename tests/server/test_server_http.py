@@ -44,7 +44,7 @@ def test_health_metadata_schema(server):
     }
 
     schema = httpx.get(server.url + "/schema").json()
-    assert set(schema) == {"action", "observation", "state"}
+    assert set(schema) == {"action", "observation", "reset_observation", "state"}
     assert schema["action"]["properties"]["n"]["description"] == "how much to add"
     assert "total" in schema["observation"]["properties"]
     assert "total" in schema["state"]["properties"]
