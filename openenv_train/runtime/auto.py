@@ -35,15 +35,16 @@ SPACE_PROBE_S = 5.0
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
-def reachable(base_url: str, timeout: float = SERVER_PROBE_S) -> bool:
-    """``GET /health`` answers 200 within ``timeout`` seconds. The probe runs in a daemon thread
-    so that a name lookup that hangs (no DNS server) cannot hold the caller longer."""
+def reachable(base_url: str, timeout: float = SERVER_PROBE_S, token: str | None = None) -> bool:
+    """``GET /health`` answers 200 within ``timeout`` seconds (``token``: the server's bearer
+    token). The probe runs in a daemon thread so that a name lookup that hangs (no DNS server)
+    cannot hold the caller longer."""
     parts = urlsplit(base_url)
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
     url = urlunsplit(parts._replace(scheme=scheme))
     answer: list[bool] = []
     probe = threading.Thread(
-        target=lambda: answer.append(healthy(url, timeout)), name="reachable", daemon=True
+        target=lambda: answer.append(healthy(url, timeout, token)), name="reachable", daemon=True
     )
     probe.start()
     probe.join(timeout + 1.0)
@@ -75,7 +76,7 @@ def open_env(
     entry = None if skip_install else find_entry(name)
     cls: type[EnvClient[Any, Any, Any]] = GenericEnvClient if entry is None else entry.client()
     if base_url is not None:
-        if reachable(base_url):
+        if reachable(base_url, token=kwargs.get("token")):
             return cls(base_url, **kwargs)
         if skip_install or urlsplit(base_url).hostname not in _LOOPBACK:
             raise ConnectionError(
