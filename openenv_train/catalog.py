@@ -208,6 +208,12 @@ def installed_version(*distributions: str) -> str:
     return "0.0.0"
 
 
+def _distribution_of(module: str) -> str:
+    """The installed distribution that provides top-level ``module`` (the module's name if none
+    says so, e.g. a source checkout on ``sys.path``)."""
+    return (metadata.packages_distributions().get(module) or [module])[0]
+
+
 def reset_discovery() -> None:
     """Forget the import system's view of installed packages, so an env package installed since
     this process started (``pip install`` from a notebook) is found by the next lookup."""
@@ -364,6 +370,39 @@ class AutoEnv:
 
     from_hub = from_env  # OpenEnv's older name of the same call
 
+    @staticmethod
+    def get_env_class(name: str) -> type:
+        """OpenEnv's name for :meth:`from_name`; takes every spelling :func:`find_entry` does."""
+        return find_entry(name).client()
+
+    @staticmethod
+    def get_env_info(name: str) -> dict[str, Any]:
+        """OpenEnv's ``get_env_info``: the env's package, version, classes and image name."""
+        entry = find_entry(name)
+        package = entry.app.split(".", 1)[0]
+        client_module, _, client_class = entry.client_path.partition(":")
+        return {
+            "env_key": entry.name,
+            "name": package,
+            "package": _distribution_of(package),
+            "version": installed_version(_distribution_of(package)),
+            "description": entry.description,
+            "env_class": client_class,
+            "action_class": entry.action_path.partition(":")[2],
+            "observation_class": entry.observation_path.partition(":")[2],
+            "module": client_module,
+            "default_image": f"openenv-train/{package}:latest",  # what `openenv-train build` tags
+        }
+
+    @staticmethod
+    def list_environments() -> None:
+        """Print the installed envs (``openenv-train envs`` shows them as a table)."""
+        names = env_names()
+        print("Available environments:")
+        for name in names:
+            print(f"  {name}")
+        print(f"Total: {len(names)} environments")
+
 
 class AutoAction:
     """``AutoAction.from_name("blackjack")`` is ``BlackjackAction`` (the env's step action model)."""
@@ -389,6 +428,24 @@ class AutoAction:
     def from_hub(env_name: str, skip_install: bool = False) -> type:
         """OpenEnv's older name of :meth:`from_env`."""
         return AutoAction.from_env(env_name, skip_install=skip_install)
+
+    @staticmethod
+    def get_action_info(name: str) -> dict[str, Any]:
+        """OpenEnv's ``get_action_info``: where the env's action and observation classes live."""
+        info = AutoEnv.get_env_info(name)
+        keys = ("env_key", "package", "action_class", "observation_class", "module")
+        return {"env_name": info["name"], **{k: info[k] for k in keys}}
+
+    @staticmethod
+    def list_actions() -> None:
+        """Print each installed env's action class."""
+        names, singles, families = env_names(), _entry_points(), _families()
+        print("Available action classes:")
+        for name in names:  # entry points read once, not once per env as get_entry would
+            prefix, slash, member = name.partition("/")
+            entry = families[prefix].entry(member) if slash else singles[name].load()
+            print(f"  {name}: {entry.action_path}")
+        print(f"Total: {len(names)} action classes")
 
 
 __all__ = [

@@ -66,6 +66,22 @@ def test_a_hub_id_that_is_not_installed_names_the_fix() -> None:
     assert hub_repo_id("https://huggingface.co/spaces/org/echo-env/") == "org/echo-env"
 
 
+def test_env_info_and_listings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert AutoEnv.get_env_class("openenv/blackjack-env") is BlackjackEnv
+    info = AutoEnv.get_env_info("blackjack-env")
+    assert info["env_key"] == "blackjack" and info["name"] == "blackjack_env"
+    assert info["package"] == "openenv-train-blackjack-env"
+    assert info["version"] == metadata.version("openenv-train-blackjack-env")
+    assert (info["env_class"], info["action_class"]) == ("BlackjackEnv", "BlackjackAction")
+    assert info["default_image"] == "openenv-train/blackjack_env:latest"
+    action = AutoAction.get_action_info("blackjack")
+    assert (action["module"], action["action_class"]) == ("blackjack_env.client", "BlackjackAction")
+    AutoEnv.list_environments()
+    AutoAction.list_actions()
+    out = capsys.readouterr().out
+    assert "  blackjack\n" in out and "blackjack: blackjack_env.models:BlackjackAction" in out
+
+
 def test_factories_are_not_instantiated() -> None:
     with pytest.raises(TypeError, match="from_env"):
         AutoEnv()
