@@ -318,7 +318,8 @@ class AutoEnv:
 
     def __init__(self) -> None:
         raise TypeError(
-            "AutoEnv is not instantiated: call AutoEnv.from_env(name) or from_name(name)"
+            "AutoEnv is a factory class, not instantiated: call AutoEnv.from_env() (alias "
+            "AutoEnv.from_hub()) for a client, or AutoEnv.from_name() for the client class"
         )
 
     @staticmethod
@@ -408,7 +409,10 @@ class AutoAction:
     """``AutoAction.from_name("blackjack")`` is ``BlackjackAction`` (the env's step action model)."""
 
     def __init__(self) -> None:
-        raise TypeError("AutoAction is not instantiated: call AutoAction.from_env(name)")
+        raise TypeError(
+            "AutoAction is a factory class, not instantiated: call AutoAction.from_env() "
+            "(alias AutoAction.from_hub()) for the action class"
+        )
 
     @staticmethod
     def from_name(name: str) -> type:
