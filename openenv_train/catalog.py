@@ -15,7 +15,11 @@ reasoning-gym dataset, every textarena game) registers one :class:`EnvFamily` in
 and each of its members is an env named ``<prefix>/<member>`` (``reasoning_gym/leg_counting``). ``AutoEnv.from_name("blackjack")`` is then the client
 class, ``AutoEnv.app("blackjack")`` the server's ASGI import path and
 ``AutoAction.from_name("blackjack")`` the action model; an unknown name raises
-:class:`UnknownEnvError` listing the installed ones. No server, client or torch is imported here.
+:class:`UnknownEnvError` listing the installed ones. OpenEnv's calls work too:
+``AutoEnv.from_env(name_or_hub_id)`` gives a client whose server is up (see
+``openenv_train.runtime.auto``) and ``AutoAction.from_env`` the action class; a hub id
+(``"org/echo-env"``) names the installed env package it was published from. No server, client or
+torch is imported here until one of those is called.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ import importlib
 import importlib.metadata
 import re
 from dataclasses import dataclass
-from typing import Any
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client.base import EnvClient
 
 ENTRY_POINT_GROUP = "openenv_train.envs"
 FAMILY_ENTRY_POINT_GROUP = "openenv_train.env_families"
@@ -32,8 +40,9 @@ DISTRIBUTION = "openenv-train"
 ENVS_EXTRA = "envs"  # pip install 'openenv-train[envs]': the example env packages
 
 
-class UnknownEnvError(LookupError):
-    """No installed env answers to that name; the message lists the ones that do."""
+class UnknownEnvError(LookupError, ValueError):
+    """No installed env answers to that name; the message lists the ones that do (or, for a hub
+    id, how to make it local). A ``ValueError`` too: what OpenEnv's ``AutoEnv`` raises."""
 
 
 class BrokenEnvEntryError(RuntimeError):
@@ -187,6 +196,30 @@ def _installed(distribution: str) -> bool:
     return True
 
 
+def installed_version(*distributions: str) -> str:
+    """The version of the first of ``distributions`` that is installed (default: openenv-train
+    itself), else ``"0.0.0"``: what a bug report or an env listing shows, read from the installed
+    metadata rather than from source."""
+    for name in distributions or (DISTRIBUTION,):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0.0.0"
+
+
+def _distribution_of(module: str) -> str:
+    """The installed distribution that provides top-level ``module`` (the module's name if none
+    says so, e.g. a source checkout on ``sys.path``)."""
+    return (metadata.packages_distributions().get(module) or [module])[0]
+
+
+def reset_discovery() -> None:
+    """Forget the import system's view of installed packages, so an env package installed since
+    this process started (``pip install`` from a notebook) is found by the next lookup."""
+    importlib.invalidate_caches()
+
+
 def get_entry(name: str) -> EnvEntry:
     """The :class:`EnvEntry` registered as ``name`` (``"blackjack"``; ``"blackjack_env"`` too;
     ``"reasoning_gym/leg_counting"`` for a member of a family)."""
@@ -234,8 +267,60 @@ def describe(name: str) -> dict[str, Any]:
     }
 
 
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_HUB_URL = re.compile(r"^https?://(?:www\.)?huggingface\.co/(?:spaces/)?", re.IGNORECASE)
+
+
+def hub_repo_id(name: str) -> str | None:
+    """``"org/echo-env"`` or ``"https://huggingface.co/spaces/org/echo-env"`` -> ``"org/echo-env"``;
+    None for anything else (``"echo"``)."""
+    repo = _HUB_URL.sub("", name.strip()).strip("/")
+    return repo if _REPO_ID.match(repo) else None
+
+
+def names_for_hub_id(repo_id: str) -> list[str]:
+    """Catalog names a hub id may be installed under: ``org/echo-env`` -> ``echo_env``, ``echo``."""
+    space = repo_id.split("/", 1)[1].lower().replace("-", "_").replace(".", "_")
+    return list(dict.fromkeys([space, space.removesuffix("_env")]))
+
+
+def find_entry(name: str) -> EnvEntry:
+    """The installed env ``name`` means, in any of OpenEnv's spellings: ``"echo"``, ``"echo_env"``,
+    ``"echo-env"``, a family member (``"reasoning_gym/leg_counting"``), or a hub id or URL whose
+    env package is installed (``"openenv/echo-env"``). A hub id that is not installed is an
+    :class:`UnknownEnvError` naming the fix: nothing is installed from the hub."""
+    try:
+        return get_entry(name)
+    except UnknownEnvError as err:
+        first = err
+    repo_id = hub_repo_id(name) if isinstance(name, str) else None
+    candidates = [name.replace("-", "_")] if isinstance(name, str) else []
+    candidates += names_for_hub_id(repo_id) if repo_id else []
+    for candidate in dict.fromkeys(candidates):
+        try:
+            return get_entry(candidate)
+        except UnknownEnvError:
+            continue
+    if repo_id is None:
+        raise first
+    names = " or ".join(repr(n) for n in names_for_hub_id(repo_id))
+    raise UnknownEnvError(
+        f"{name!r} is a hub id whose env package is not installed here (it would be in the env "
+        f"catalog as {names}); openenv-train does not install code from the hub. Fix: pip install "
+        "the env's package (`openenv-train envs` lists what is installed), or pass "
+        "skip_install=True to drive its server with GenericEnvClient and GenericAction"
+    ) from None
+
+
 class AutoEnv:
-    """Find an installed env by name: ``AutoEnv.from_name("blackjack")`` is ``BlackjackEnv``."""
+    """Find an installed env by name: ``AutoEnv.from_name("blackjack")`` is ``BlackjackEnv``;
+    ``AutoEnv.from_env("blackjack")`` (OpenEnv's call) is a ``BlackjackEnv`` whose server runs."""
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "AutoEnv is a factory class, not instantiated: call AutoEnv.from_env() (alias "
+            "AutoEnv.from_hub()) for a client, or AutoEnv.from_name() for the client class"
+        )
 
     @staticmethod
     def from_name(name: str) -> type:
@@ -251,13 +336,120 @@ class AutoEnv:
     def names() -> list[str]:
         return env_names()
 
+    @staticmethod
+    def from_env(
+        name: str,
+        base_url: str | None = None,
+        docker_image: str | None = None,
+        container_provider: Any = None,
+        wait_timeout: float = 30.0,
+        env_vars: dict[str, str] | None = None,
+        trust_remote_code: bool = False,
+        skip_install: bool = False,
+        **kwargs: Any,
+    ) -> EnvClient[Any, Any, Any]:
+        """OpenEnv's ``AutoEnv.from_env``: a client for ``name`` (an env name or a hub id) whose
+        server answers: ``base_url`` if it does, else one started here (``docker_image``, a local
+        image of the hub id, or the installed env package), stopped when the client closes.
+        ``skip_install=True`` gives a ``GenericEnvClient`` and needs no env package.
+        ``trust_remote_code`` changes nothing: no code is ever installed from the hub. ``kwargs``
+        go to the client. The session opens on first use (``async with``, ``.sync()``, ``reset()``).
+        """
+        from .runtime.auto import open_env
+
+        del trust_remote_code  # accepted for OpenEnv's callers; nothing is installed
+        return open_env(
+            name,
+            base_url=base_url,
+            docker_image=docker_image,
+            container_provider=container_provider,
+            wait_timeout=wait_timeout,
+            env_vars=env_vars,
+            skip_install=skip_install,
+            client_kwargs=kwargs,
+        )
+
+    from_hub = from_env  # OpenEnv's older name of the same call
+
+    @staticmethod
+    def get_env_class(name: str) -> type:
+        """OpenEnv's name for :meth:`from_name`; takes every spelling :func:`find_entry` does."""
+        return find_entry(name).client()
+
+    @staticmethod
+    def get_env_info(name: str) -> dict[str, Any]:
+        """OpenEnv's ``get_env_info``: the env's package, version, classes and image name."""
+        entry = find_entry(name)
+        package = entry.app.split(".", 1)[0]
+        client_module, _, client_class = entry.client_path.partition(":")
+        return {
+            "env_key": entry.name,
+            "name": package,
+            "package": _distribution_of(package),
+            "version": installed_version(_distribution_of(package)),
+            "description": entry.description,
+            "env_class": client_class,
+            "action_class": entry.action_path.partition(":")[2],
+            "observation_class": entry.observation_path.partition(":")[2],
+            "module": client_module,
+            "default_image": f"openenv-train/{package}:latest",  # what `openenv-train build` tags
+        }
+
+    @staticmethod
+    def list_environments() -> None:
+        """Print the installed envs (``openenv-train envs`` shows them as a table)."""
+        names = env_names()
+        print("Available environments:")
+        for name in names:
+            print(f"  {name}")
+        print(f"Total: {len(names)} environments")
+
 
 class AutoAction:
     """``AutoAction.from_name("blackjack")`` is ``BlackjackAction`` (the env's step action model)."""
 
+    def __init__(self) -> None:
+        raise TypeError(
+            "AutoAction is a factory class, not instantiated: call AutoAction.from_env() "
+            "(alias AutoAction.from_hub()) for the action class"
+        )
+
     @staticmethod
     def from_name(name: str) -> type:
         return get_entry(name).action()
+
+    @staticmethod
+    def from_env(name: str, skip_install: bool = False) -> type:
+        """OpenEnv's ``AutoAction.from_env``: the action class of ``name`` (any spelling
+        :func:`find_entry` takes, hub ids included); ``GenericAction`` with ``skip_install=True``."""
+        if skip_install:
+            from .client.generic import GenericAction
+
+            return GenericAction
+        return find_entry(name).action()
+
+    @staticmethod
+    def from_hub(env_name: str, skip_install: bool = False) -> type:
+        """OpenEnv's older name of :meth:`from_env`."""
+        return AutoAction.from_env(env_name, skip_install=skip_install)
+
+    @staticmethod
+    def get_action_info(name: str) -> dict[str, Any]:
+        """OpenEnv's ``get_action_info``: where the env's action and observation classes live."""
+        info = AutoEnv.get_env_info(name)
+        keys = ("env_key", "package", "action_class", "observation_class", "module")
+        return {"env_name": info["name"], **{k: info[k] for k in keys}}
+
+    @staticmethod
+    def list_actions() -> None:
+        """Print each installed env's action class."""
+        names, singles, families = env_names(), _entry_points(), _families()
+        print("Available action classes:")
+        for name in names:  # entry points read once, not once per env as get_entry would
+            prefix, slash, member = name.partition("/")
+            entry = families[prefix].entry(member) if slash else singles[name].load()
+            print(f"  {name}: {entry.action_path}")
+        print(f"Total: {len(names)} action classes")
 
 
 __all__ = [
@@ -272,5 +464,10 @@ __all__ = [
     "describe",
     "env_names",
     "family_names",
+    "find_entry",
     "get_entry",
+    "hub_repo_id",
+    "installed_version",
+    "names_for_hub_id",
+    "reset_discovery",
 ]

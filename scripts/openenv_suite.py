@@ -53,6 +53,8 @@ RENAMES: dict[str, str] = {
     "_mcp_tools_to_openai": "openenv_train.core.llm_client:tools_to_openai",
     "_mcp_tools_to_anthropic": "openenv_train.core.llm_client:tools_to_anthropic",
     "_openai_msgs_to_anthropic": "openenv_train.core.llm_client:messages_to_anthropic",
+    # the package-version helper (private in OpenEnv, public here)
+    "_load_package_version": "openenv_train.catalog:installed_version",
 }
 
 #: openenv-train modules searched (in this order) for a name OpenEnv exports.

@@ -296,7 +296,8 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 await asyncio.to_thread(provider.stop)
 
     async def __aenter__(self: ClientT) -> ClientT:
-        return await self.connect()
+        await self.connect()
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import re
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -70,18 +71,38 @@ def load_provider(name: str) -> Callable[..., Any]:
     )
 
 
+def space_subdomain(repo_id: str) -> str:
+    """``"Org/echo_env"`` -> ``"org-echo-env"``: the Space's registry name, as the hub spells it."""
+    return re.sub(r"[^a-z0-9]", "-", repo_id.lower())
+
+
+def hub_image(repo_id: str, tag: str = "latest") -> str:
+    """The image the hub publishes for a Space: ``registry.hf.space/org-echo-env:latest``."""
+    return f"registry.hf.space/{space_subdomain(repo_id)}:{tag}"
+
+
 class _OpenEnvContainerProvider:
     """An OpenEnv container provider (``start_container``/``wait_for_ready``/``stop_container``)
     seen through our provider shape (``start``/``stop``/``base_url``)."""
 
-    def __init__(self, provider: Any, image: str, kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        provider: Any,
+        image: str,
+        kwargs: dict[str, Any],
+        ready_timeout: float | None = None,
+    ) -> None:
         self.provider, self.image, self.kwargs = provider, image, kwargs
+        self.ready_timeout = ready_timeout
         self.base_url: str | None = None
 
     def start(self) -> str:
         url = self.provider.start_container(self.image, **self.kwargs)
         try:
-            self.provider.wait_for_ready(url)
+            if self.ready_timeout is None:
+                self.provider.wait_for_ready(url)
+            else:
+                self.provider.wait_for_ready(url, timeout_s=self.ready_timeout)
         except BaseException:
             self.provider.stop_container()
             raise
@@ -93,12 +114,16 @@ class _OpenEnvContainerProvider:
         self.provider.stop_container()
 
 
-def container_provider(image: str, provider: Any, kwargs: dict[str, Any]) -> ServerProvider:
-    """The provider ``from_docker_image`` starts: ours (hardened) unless one is given."""
+def container_provider(
+    image: str, provider: Any, kwargs: dict[str, Any], ready_timeout: float | None = None
+) -> ServerProvider:
+    """The provider ``from_docker_image`` starts: ours (hardened) unless one is given.
+    ``ready_timeout``: seconds an OpenEnv provider's ``wait_for_ready`` may take (its default
+    when None)."""
     if provider is None:
         return load_provider("container")(image, **kwargs)  # type: ignore[no-any-return]
     if hasattr(provider, "start_container"):
-        return _OpenEnvContainerProvider(provider, image, kwargs)  # type: ignore[return-value]
+        return _OpenEnvContainerProvider(provider, image, kwargs, ready_timeout)  # type: ignore[return-value]
     if kwargs:
         raise ValueError(
             f"from_docker_image(provider=...) takes no other arguments (got {sorted(kwargs)}); "
@@ -110,7 +135,12 @@ def container_provider(image: str, provider: Any, kwargs: dict[str, Any]) -> Ser
 def hub_provider(
     repo_id: str, use_docker: bool, provider: Any, kwargs: dict[str, Any]
 ) -> ServerProvider:
-    """The provider ``from_env`` starts for ``repo_id`` (see ``openenv_train.runtime.hub``)."""
+    """The provider ``from_env`` starts for ``repo_id`` (see ``openenv_train.runtime.hub``); an
+    OpenEnv container provider is given the hub's image of it, as OpenEnv does."""
+    if provider is not None and use_docker and hasattr(provider, "start_container"):
+        kwargs = dict(kwargs)
+        image = hub_image(repo_id, kwargs.pop("tag", "latest"))
+        return _OpenEnvContainerProvider(provider, image, kwargs)  # type: ignore[return-value]
     if provider is not None:
         if kwargs:
             raise ValueError("from_env(provider=...) takes no provider arguments; configure it")

@@ -15,32 +15,22 @@ When the hub cannot be reached, :class:`HubUnreachableError` says how to make th
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ..catalog import UnknownEnvError, get_entry
+from ..catalog import UnknownEnvError, get_entry, hub_repo_id, names_for_hub_id
+from ..client.bootstrap import hub_image, space_subdomain
 from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .container import ContainerProvider
 from .health import Provider
 from .local import LocalProcessProvider
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-
 
 class HubUnreachableError(ServerStartError):
     """The env is not local and the hub could not be reached (no network, unknown Space...)."""
 
 
-def space_subdomain(repo_id: str) -> str:
-    """``"Org/echo_env"`` -> ``"org-echo-env"``: the Space's registry name, as the hub spells it."""
-    return re.sub(r"[^a-z0-9]", "-", repo_id.lower())
-
-
-def catalog_names(repo_id: str) -> list[str]:
-    """Catalog names a hub id may be installed under: ``org/echo-env`` -> ``echo_env``, ``echo``."""
-    space = repo_id.split("/", 1)[1].lower().replace("-", "_").replace(".", "_")
-    return list(dict.fromkeys([space, space.removesuffix("_env")]))
+catalog_names = names_for_hub_id  # the name this module gave it first
 
 
 def _local_image(engine: str, images: list[str]) -> str | None:
@@ -75,12 +65,12 @@ def provider_for_hub_id(
     **kwargs: Any,
 ) -> Provider:
     """A (not started) provider serving ``repo_id``; ``kwargs`` go to that provider."""
-    if not isinstance(repo_id, str) or not _REPO_ID.match(repo_id):
+    if not isinstance(repo_id, str) or hub_repo_id(repo_id) != repo_id:
         raise ValueError(f"repo_id must be a hub id like 'org/echo-env', got {repo_id!r}")
     entry = _installed(repo_id)
-    hub_image = f"registry.hf.space/{space_subdomain(repo_id)}:{tag}"
+    image_on_hub = hub_image(repo_id, tag)
     if use_docker:
-        images = [hub_image] + [f"openenv-train/{n}:latest" for n in catalog_names(repo_id)]
+        images = [image_on_hub] + [f"openenv-train/{n}:latest" for n in catalog_names(repo_id)]
         image = _local_image(engine, images)
         if image is not None:
             return ContainerProvider(image, engine=engine, **kwargs)
@@ -88,10 +78,12 @@ def provider_for_hub_id(
         return LocalProcessProvider(entry.app, **kwargs)
     if use_docker:
         try:
-            ce.connect(engine, timeout=10).images.pull(hub_image)
+            ce.connect(engine, timeout=10).images.pull(image_on_hub)
         except Exception as err:
-            raise HubUnreachableError(_fix(repo_id, f"pulling {hub_image} failed: {err}")) from err
-        return ContainerProvider(hub_image, engine=engine, **kwargs)
+            raise HubUnreachableError(
+                _fix(repo_id, f"pulling {image_on_hub} failed: {err}")
+            ) from err
+        return ContainerProvider(image_on_hub, engine=engine, **kwargs)
     raise HubUnreachableError(
         _fix(repo_id, "use_docker=False runs only an installed env package here")
     )
