@@ -1,6 +1,6 @@
 """Env servers: the Environment base classes and create_app / HTTPEnvServer (HTTP, /ws, /mcp)."""
 
-from .app import create_app
+from .app import create_app, create_web_interface_app
 from .concurrency import ConcurrencyConfig, ServerCapacityStatus
 from .environment import CompositeTransform, Environment, NoEpisodeError, NullTransform, Transform
 from .http_server import HTTPEnvServer
@@ -22,6 +22,7 @@ __all__ = [
     "ServerCapacityStatus",
     "Transform",
     "create_app",
+    "create_web_interface_app",
     "serve",
     "tool",
     "uvicorn_kwargs",

@@ -127,3 +127,37 @@ def create_app(
     if web_enabled(web):
         add_playground(app, renderer)
     return app
+
+
+def create_web_interface_app(
+    env: Callable[[], Any],
+    action_cls: type[Action] | None,
+    observation_cls: type[Observation] | None,
+    env_name: str | None = None,
+    max_concurrent_envs: int | None = None,
+    concurrency_config: ConcurrencyConfig | None = None,
+    gradio_builder: Callable[..., Any] | None = None,
+    **kwargs: Any,
+) -> FastAPI:
+    """OpenEnv's name for an env app with a page to play it by hand: ours is the ``/web`` playground.
+
+    OpenEnv builds that page with Gradio; ours is static and needs no extra package, so a
+    ``gradio_builder`` has nothing to build on and is refused by name. Other keywords go to
+    :func:`create_app` (``web_renderer=`` draws this env's observations on the page).
+    """
+    if gradio_builder is not None:
+        raise ValueError(
+            "gradio_builder: openenv-train's /web page is not built with Gradio; drop "
+            "gradio_builder and pass web_renderer='renderer.js' (a script that draws this env's "
+            "observations) to customise the page"
+        )
+    return create_app(
+        env,
+        action_cls,
+        observation_cls,
+        env_name=env_name,
+        max_concurrent_envs=max_concurrent_envs,
+        concurrency_config=concurrency_config,
+        web=True,
+        **kwargs,
+    )

@@ -239,3 +239,15 @@ def test_openenv_positional_arguments_and_the_reset_observation_schema() -> None
         assert http.get("/health").json()["max_sessions"] == 3
     with pytest.raises(TypeError, match="reset_observation_cls"):
         HTTPEnvServer(Counter, Add, Total, reset_observation_cls=dict)  # type: ignore[arg-type]
+
+
+def test_create_web_interface_app_serves_the_playground_and_refuses_a_gradio_builder() -> None:
+    from openenv_train.server import create_web_interface_app
+
+    app = create_web_interface_app(Counter, Add, Total, env_name="counter", max_concurrent_envs=2)
+    with TestClient(app) as client:
+        page = client.get("/web")
+        assert page.status_code == 200 and "playground" in page.text.lower()
+        assert client.get("/health").status_code == 200
+    with pytest.raises(ValueError, match="gradio_builder.*web_renderer"):
+        create_web_interface_app(Counter, Add, Total, gradio_builder=lambda *a: None)
