@@ -200,12 +200,10 @@ def installed_version(*distributions: str) -> str:
     """The version of the first of ``distributions`` that is installed (default: openenv-train
     itself), else ``"0.0.0"``: what a bug report or an env listing shows, read from the installed
     metadata rather than from source."""
-    for name in distributions or (DISTRIBUTION,):
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return "0.0.0"
+    from .core.evals.results import installed_versions
+
+    found = installed_versions(*(distributions or (DISTRIBUTION,)))
+    return next(iter(found.values()), "0.0.0")
 
 
 def _distribution_of(module: str) -> str:
