@@ -4,7 +4,7 @@ What it takes, and why each part is here:
 
 * **several server processes**: a process may hold only as many sockets as its open-file limit
   (``ulimit -n``; the hard limit is 20,000 on the dev machine and only a privileged process
-  raises it), so ``--servers`` processes of our server (a trivial sync env, default settings)
+  raises it), so ``--servers`` processes of our server (a trivial env, default settings)
   each hold a share, each listening on its own loopback address 127.0.0.(10+i);
 * **several load-generator processes**, for the same limit on the client side; each binds its
   sockets to its own source address 127.0.1.(1+j), so no source address runs out of the ~28,000
@@ -62,16 +62,19 @@ def client_ip(j: int) -> str:
 
 
 class OpenWindow:
-    """How many sessions a generator opens at once (AIMD on the handshake latency).
+    """How many sessions a generator opens at once (AIMD on the handshake latency, with a floor).
 
     A fixed window is either too small for an idle machine or too large for a loaded one: past
     what the servers complete in time, more in flight only queues handshakes towards their
     deadline. This one grows by one per window of handshakes faster than ``target_s`` and halves
-    (at most once per ``target_s``) when one is slower.
+    (at most once per ``target_s``, never below ``least``) when one is slower. The floor matters on
+    a starved machine: there every handshake is slow however few are in flight, and a window of
+    one would only stop the servers' work.
     """
 
-    def __init__(self, start: int, most: int, target_s: float) -> None:
+    def __init__(self, start: int, least: int, most: int, target_s: float) -> None:
         self.size = float(start)
+        self.least = least
         self.most = most
         self.target_s = target_s
         self.in_flight = 0
@@ -92,7 +95,7 @@ class OpenWindow:
         now = time.monotonic()
         if latency_s is None or latency_s > self.target_s:
             if now - self._last_cut > self.target_s:
-                self.size = max(1.0, self.size / 2)
+                self.size = max(float(self.least), self.size / 2)
                 self._last_cut = now
         else:
             self.size = min(float(self.most), self.size + 1 / self.size)
@@ -109,7 +112,7 @@ async def generator(
     """Open ``n`` sessions spread over ``targets``; report; hold; close on 'close' from stdin."""
     loop = asyncio.get_running_loop()
     src = client_ip(index)
-    window = OpenWindow(min(16, concurrency), concurrency, target_s)
+    window = OpenWindow(min(16, concurrency), min(8, concurrency), concurrency, target_s)
     all_open = asyncio.Event()
     lat: list[float] = []
     shake: list[float] = []
@@ -223,13 +226,16 @@ def _raise_fd_limit() -> int:
     return hard
 
 
-def _spawn_server(i: int, per_server: int, loop: str, idle: float) -> tuple[subprocess.Popen, int]:
+def _spawn_server(
+    i: int, per_server: int, loop: str, idle: float, env: str
+) -> tuple[subprocess.Popen, int]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((server_ip(i), PORT))
     sock.listen(4096)
     cmd = [sys.executable, os.path.abspath(__file__), "--serve", "--fd", str(sock.fileno())]
     cmd += ["--max-sessions", str(per_server), "--loop", loop, "--idle-timeout", str(idle)]
+    cmd += ["--env", env]
     proc = subprocess.Popen(cmd, pass_fds=(sock.fileno(),), preexec_fn=_die_with_parent)
     sock.close()
     return proc, i
@@ -264,7 +270,10 @@ def main(args: argparse.Namespace) -> None:
         f"target {args.handshake_target_s} s)",
         flush=True,
     )
-    servers = [_spawn_server(i, per_server, args.loop, args.idle_timeout) for i in range(servers_n)]
+    servers = [
+        _spawn_server(i, per_server, args.loop, args.idle_timeout, args.env)
+        for i in range(servers_n)
+    ]
     gens: list[subprocess.Popen] = []
     try:
         deadline = time.monotonic() + 180
@@ -366,11 +375,18 @@ if __name__ == "__main__":
     p.add_argument(
         "--handshake-target-s",
         type=float,
-        default=1.0,
-        help="the opening window shrinks when a handshake takes longer (a tenth of the server's "
-        "request-head deadline)",
+        default=3.0,
+        help="the opening window shrinks when a handshake takes longer (well inside the server's "
+        "10 s request-head deadline)",
     )
     p.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto")
+    p.add_argument(
+        "--env",
+        choices=("async", "sync"),
+        default="async",
+        help="the trivial env's methods; a sync env's quick calls run inline only while none "
+        "overran, and on a starved machine every call may, moving them into worker threads",
+    )
     p.add_argument(
         "--idle-timeout", type=float, default=3600.0, help="servers' session_timeout, seconds"
     )
@@ -383,7 +399,9 @@ if __name__ == "__main__":
     a = p.parse_args()
     if a.serve:
         _raise_fd_limit()
-        serve("ours-sync", a.fd, a.max_sessions, a.loop, a.idle_timeout)
+        serve(
+            "ours-sync" if a.env == "sync" else "ours", a.fd, a.max_sessions, a.loop, a.idle_timeout
+        )
     elif a.generator is not None:
         _raise_fd_limit()
         asyncio.run(
