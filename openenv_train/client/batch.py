@@ -9,12 +9,18 @@ session, the standard protocol.
 
 Each session is a number on the channel, never reused: a session that timed out, was cancelled or
 was closed by the server is retired, so a late reply can never answer a later request.
+
+Request deadlines are the channel's, not a timer per request: requests with the same timeout
+expire in the order they were sent, so one queue per timeout value and one timer for the earliest
+deadline serve them all (a rollout engine sends thousands of requests a second; a timer each was
+a tenth of its client CPU).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,8 +31,6 @@ from ..core.errors import ConnectionLostError
 
 #: The WebSocket subprotocol that asks an env server for batch framing (the server's name for it).
 BATCH_SUBPROTOCOL = "openenv-train.batch.v1"
-
-_timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
 
 Handshake = Callable[..., Awaitable[ClientConnection]]
 
@@ -43,6 +47,10 @@ class BatchChannel:
         self.outbox: list[str] = []
         self.flush_scheduled = False
         self.dead: str | None = None
+        #: per timeout value, (deadline, reply future) in the order sent: deadlines ascend
+        self.deadlines: dict[float, deque[tuple[float, asyncio.Future[dict[str, Any]]]]] = {}
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self.reader = self.loop.create_task(self._read())
 
     def open_session(self) -> BatchSession:
@@ -50,14 +58,55 @@ class BatchChannel:
         self.next_key += 1
         return BatchSession(self, key)
 
-    def submit(self, key: int, text: str) -> asyncio.Future[dict[str, Any]]:
-        """Queue ``text`` (a standard request frame) for session ``key``; the reply's future."""
+    def submit(
+        self, key: int, text: str, timeout: float | None = None
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Queue ``text`` (a standard request frame) for session ``key``; the reply's future,
+        which fails with ``asyncio.TimeoutError`` when no reply came within ``timeout``."""
         if self.dead is not None:
             raise ConnectionLostError(f"the batch connection to {self.url} closed: {self.dead}")
         fut = self.loop.create_future()
         self.pending[key] = fut
         self.post(key, text)
+        if timeout is not None:
+            self._expire_at(self.loop.time() + timeout, timeout, fut)
         return fut
+
+    def _expire_at(self, when: float, timeout: float, fut: asyncio.Future[Any]) -> None:
+        queue = self.deadlines.get(timeout)
+        if queue is None:
+            queue = self.deadlines[timeout] = deque()
+        while queue and queue[0][1].done():  # answered: forget (replies mostly come in order)
+            queue.popleft()
+        queue.append((when, fut))
+        if self._deadline_timer is None or when < self._timer_at:
+            self._arm(when)
+
+    def _arm(self, when: float) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._timer_at = when
+        self._deadline_timer = self.loop.call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        """Fail every request past its deadline; arm the timer for the next deadline."""
+        self._deadline_timer = None
+        now = self.loop.time()
+        earliest: float | None = None
+        for timeout, queue in list(self.deadlines.items()):
+            while queue:
+                when, fut = queue[0]
+                if not fut.done():
+                    if when > now:
+                        break
+                    fut.set_exception(asyncio.TimeoutError())
+                queue.popleft()
+            if queue:
+                earliest = queue[0][0] if earliest is None else min(earliest, queue[0][0])
+            else:
+                del self.deadlines[timeout]
+        if earliest is not None:
+            self._arm(earliest)
 
     def post(self, key: int, text: str) -> None:
         """Queue a frame with no reply (``close``)."""
@@ -107,6 +156,10 @@ class BatchChannel:
         if self.dead is not None:
             return
         self.dead = why
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        self.deadlines.clear()
         if _CHANNELS.get((self.loop, self.url)) is self:
             del _CHANNELS[(self.loop, self.url)]
         pending, self.pending = self.pending, {}
@@ -132,12 +185,9 @@ class BatchSession:
         return self.channel.dead is None
 
     async def request(self, text: str, timeout: float | None) -> dict[str, Any]:
-        """Send one standard frame and return its decoded reply frame."""
-        fut = self.channel.submit(self.key, text)
-        if _timeout is not None:
-            async with _timeout(timeout):
-                return await fut
-        return await asyncio.wait_for(fut, timeout)  # pragma: no cover - Python 3.10
+        """Send one standard frame and return its decoded reply frame (``asyncio.TimeoutError``
+        when none came within ``timeout``)."""
+        return await self.channel.submit(self.key, text, timeout)
 
     def retire(self, send_close: bool = True) -> None:
         """Forget this session; tell the server to end it (no reply is awaited)."""

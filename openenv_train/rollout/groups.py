@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,28 +74,27 @@ async def run_groups(
     rows: list[EpisodeRecord | None] = [None] * len(prompts)
     errors: Counter[str] = Counter()
     counts = Counter()
-    sem = asyncio.Semaphore(max_concurrency)
     started = time.perf_counter()
 
-    async def run_row(row: int, failed: set[int]) -> None:
-        group = row // group_size
-        attempt = Attempt(prompts[row], group, row, 0)
-        while True:
-            if group in failed:
-                return  # a sibling already failed for good: don't spend sessions on this group
-            async with sem:
-                if group in failed:
-                    return
-                try:
-                    rows[row] = await episode(attempt)
-                    return
-                except InfrastructureError as exc:
-                    errors[type(exc).__name__] += 1
-            if attempt.attempt >= max_episode_retries:
-                failed.add(group)
-                return
-            attempt.attempt += 1
-            counts["episodes_retried"] += 1
+    async def attempt_once(attempt: Attempt, failed: set[int], queue: deque[Attempt]) -> None:
+        group = attempt.group
+        if group in failed:
+            return  # a sibling already failed for good: don't spend sessions on this group
+        try:
+            rows[attempt.row] = await episode(attempt)
+            return
+        except InfrastructureError as exc:
+            errors[type(exc).__name__] += 1
+        if attempt.attempt >= max_episode_retries:
+            failed.add(group)
+            return
+        attempt.attempt += 1
+        counts["episodes_retried"] += 1
+        queue.append(attempt)  # behind the rows still waiting, as a fresh row would be
+
+    async def worker(queue: deque[Attempt], failed: set[int]) -> None:
+        while queue:
+            await attempt_once(queue.popleft(), failed, queue)
 
     todo = list(range(n_groups))
     for round_no in range(group_retries + 1):
@@ -105,8 +104,14 @@ async def run_groups(
             for g in todo:
                 for r in range(g * group_size, (g + 1) * group_size):
                     rows[r] = None
+        # max_concurrency workers take attempts in row order (no task or wait per episode)
+        queue = deque(
+            Attempt(prompts[r], g, r, 0)
+            for g in todo
+            for r in range(g * group_size, (g + 1) * group_size)
+        )
         await gather_or_cancel(
-            [run_row(r, failed) for g in todo for r in range(g * group_size, (g + 1) * group_size)]
+            [worker(queue, failed) for _ in range(min(max_concurrency, len(queue)))]
         )
         todo = sorted(failed)
         if not todo:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from bj_checks import check_blackjack_record, segments
 from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer
@@ -40,6 +42,7 @@ async def test_scripted_64_episodes_are_trl_ready(servers, tokenizer, scripted):
     out = batch.to_trl()
     assert set(out) >= {"prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward"}
     assert out["env_reward"] == [r.reward for r in batch.records]
+    assert gc.get_freeze_count() > 0  # the first run took the heap out of full collections
 
 
 async def test_seeded_runs_reproduce_and_sessions_are_reused(servers, tokenizer):

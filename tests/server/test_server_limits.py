@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from openenv_train.client import GenericEnvClient
 from openenv_train.core import InfrastructureError, QuotaExceededError
 from openenv_train.server import Limits, create_app
+from openenv_train.server.httpproto import GuardedH11Protocol
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -115,6 +116,34 @@ def test_slow_request_head_is_dropped(serve_app, sent):
     with socket.create_connection(("127.0.0.1", s.port)) as sock:
         sock.sendall(sent)
         assert _closed_within(sock, 10)
+
+
+class _StallingH11(GuardedH11Protocol):
+    """Reading ``STALL`` blocks the whole server for 1.5 s inside a socket read, as a long GC
+    pause does."""
+
+    def data_received(self, data: bytes) -> None:
+        if data.startswith(b"STALL"):
+            time.sleep(1.5)
+            self.transport.close()
+            return
+        super().data_received(data)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_server_stall_does_not_drop_a_client_whose_head_arrived(serve_app, loop):
+    """The head deadline passes while the server is stalled, but the head is in the socket:
+    it is read before the verdict (uvloop runs due timers before it reads sockets)."""
+    s = serve_app(app_for(Limits(request_timeout_s=0.5)), loop=loop, http=_StallingH11)
+    with socket.create_connection(("127.0.0.1", s.port)) as waiting:
+        time.sleep(0.2)  # accepted: its head deadline is running
+        with socket.create_connection(("127.0.0.1", s.port)) as staller:
+            staller.sendall(b"STALL")
+            time.sleep(0.3)  # the server is now stalled, past the waiting client's deadline
+            waiting.sendall(http_request("GET", "/health"))
+            assert read_http_response(waiting)[0] == 200
+    with socket.create_connection(("127.0.0.1", s.port)) as silent:  # and slowloris still loses
+        assert _closed_within(silent, 10)
 
 
 def test_local_runtime_servers_drop_slow_heads():
