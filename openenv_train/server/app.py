@@ -42,6 +42,7 @@ from .mcp_ws import McpWebSocket
 from .sessions import FactoryError, SessionManager, factory_name
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
+from .wsproto_fast import upgrade_default_ws
 
 log = logging.getLogger("openenv_train.server")
 _ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every request
@@ -124,6 +125,8 @@ class EnvApp(FastAPI):
         elif kind == "http" and gate is not None:
             await gate.http(scope, receive, send, functools.partial(FastAPI.__call__, self))
             return
+        elif kind == "lifespan":
+            upgrade_default_ws(receive)  # a plain `uvicorn app` gets our lean /ws path too
         await super().__call__(scope, receive, send)
 
 
