@@ -22,7 +22,6 @@ import asyncio
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections import Counter

@@ -211,8 +211,10 @@ class WebSocketEndpoint:
                 ],
             )
         session.enter()
+        lock = session.lock
         try:
-            async with session.lock:
+            await lock.acquire()  # (not `async with`: two coroutines fewer per frame)
+            try:
                 if kind == "step":
                     return await self._step(session, msg.get("data"))
                 if kind == "reset":
@@ -223,6 +225,8 @@ class WebSocketEndpoint:
                     reply = await self.mcp.handle(msg.get("data"), ws_session=session, direct=False)
                     return '{"type":"mcp","data":' + dumps(reply) + "}"
                 return _CLOSE
+            finally:
+                lock.release()
         except Exception as exc:  # the env raised: report it, keep the session
             _ENV_RAISED.warn(
                 "env raised in %s: %s",

@@ -55,7 +55,8 @@ async def test_errors_and_close_frame(serve_app, env_cls):
         assert (await rpc(ws, "not json"))["data"]["code"] == "INVALID_JSON"
         assert (await rpc(ws, step(1, fail=True)))["data"]["code"] == "EXECUTION_ERROR"
         bad = await rpc(ws, {"type": "step", "data": {"n": "x"}})
-        assert bad["data"]["code"] == "VALIDATION_ERROR" and bad["data"]["errors"][0]["loc"] == ["n"]
+        assert bad["data"]["code"] == "VALIDATION_ERROR"
+        assert bad["data"]["errors"][0]["loc"] == ["n"]
         assert (await rpc(ws, step(2)))["data"]["observation"]["total"] == 2
         await ws.send(json.dumps({"type": "close"}))
         await asyncio.wait_for(ws.wait_closed(), 10)
