@@ -33,6 +33,9 @@ from _bench_wsload import throughput  # noqa: E402
 from server_throughput import SERVERS, _has_taskset, start_server, wait_ready  # noqa: E402
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^():]*?)(?::(?P<line>\d+))?\)$")
+#: Leaves py-spy counts as busy that are a thread waiting (our idle env workers block in a C
+#: ``SimpleQueue.get``, which py-spy's idle detection does not see as idle).
+_IDLE_LEAVES = frozenset({"_threads.py:ThreadRunner._work"})
 _LOOP_ROOTS = ("run_until_complete", "run_forever", "_run_once", "run", "<module>", "main")
 
 
@@ -62,7 +65,7 @@ def summarise(raw: str) -> tuple[int, Counter[str], Counter[str]]:
             continue
         n = int(count)
         frames = [label(f) for f in stack.split(";") if not f.startswith(("process ", "thread "))]
-        if not frames:
+        if not frames or frames[-1] in _IDLE_LEAVES:
             continue
         total += n
         leaf = frames[-1]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from asyncio.tasks import _enter_task, _leave_task
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +68,13 @@ class _Continue:
 
 
 class FramePump:
-    """One session's frames, taken from the protocol's push callback and answered in order."""
+    """One session's frames, taken from the protocol's push callback and answered in order.
+
+    Frames run in one task per connection (``host``), as on the ASGI path, so code that looks
+    at the current task (``asyncio.timeout``, anyio, sniffio) sees one task throughout: a frame
+    started in the protocol's callback runs with ``host`` entered as the current task and in
+    its context, and if it has to wait, ``host`` carries it on from there.
+    """
 
     __slots__ = (
         "endpoint",
@@ -75,9 +82,13 @@ class FramePump:
         "proto",
         "send",
         "ctx",
-        "done",
+        "loop",
+        "host",
+        "wake",
+        "work",
+        "outcome",
         "pending",
-        "task",
+        "attaching",
         "limiter",
         "max_frame",
         "paused",
@@ -94,48 +105,78 @@ class FramePump:
         self.session = session
         self.proto = proto
         self.send = send
-        # frames run in the connection task's context, as they would inside that task
-        self.ctx = contextvars.copy_context()
-        self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.ctx = contextvars.copy_context()  # the host task's context
+        self.loop = asyncio.get_running_loop()
+        self.host: asyncio.Task[Any] | None = None
+        self.wake: asyncio.Future[None] | None = None
+        self.work: Awaitable[Any] | None = None  # what the host must await next
+        self.outcome: Any = _RUNNING
         self.pending: list[dict[str, Any]] = []
-        self.task: asyncio.Task[None] | None = None  # the frame now in progress, if it waits
+        self.attaching = False
         self.limiter = RateLimiter(endpoint.limits.max_messages_per_s)
         self.max_frame = endpoint.limits.max_frame_bytes
         self.paused = False
 
     async def run(self) -> Any:
-        """Take the connection's messages until it ends; return what the task must finish
+        """Take the connection's messages until it ends; return what the caller must finish
         (``endpoint.CLOSE``, ``CLOSE_1009``, an error frame to send before closing, or
         ``DISCONNECTED``). Cancelling this cancels the frame in progress."""
-        self.proto.push_to(self.on_message)
+        host = self.host = self.loop.create_task(self._host(), context=self.ctx)
+        self.attaching = True  # messages queued before now wait for the host
         try:
-            return await self.done
+            self.proto.push_to(self.on_message)
+        finally:
+            self.attaching = False
+        try:
+            return await asyncio.shield(host)
         finally:
             self.proto.queue.push = _drop
-            task, self.task = self.task, None
-            if task is not None and not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+            if not host.done():
+                host.cancel()
+                await asyncio.gather(host, return_exceptions=True)
+
+    async def _host(self) -> Any:
+        pending = self.pending
+        while True:
+            while pending and self.work is None and self.outcome is _RUNNING:
+                self._handle(pending.pop(0), True)
+            if self.paused and len(pending) <= MAX_QUEUED // 2:
+                self.paused = False
+                self.proto.set_reading(True)
+            if self.outcome is not _RUNNING:
+                return self.outcome
+            work = self.work
+            if work is None:
+                self.wake = self.loop.create_future()
+                await self.wake
+                continue
+            reply = await work
+            self.work = None
+            if isinstance(reply, _Finish):
+                self._finish(reply.outcome)
+            elif reply is not _SENT:
+                self._reply(reply)
 
     # ---- called by the protocol, synchronously ----------------------------------------
 
     def on_message(self, message: dict[str, Any]) -> None:
-        if self.done.done():
+        if self.outcome is not _RUNNING:
             return
-        if self.task is not None or self.pending:
+        if self.attaching or self.work is not None or self.pending:
             self.pending.append(message)
             if not self.paused and len(self.pending) >= MAX_QUEUED:
                 self.paused = True
                 self.proto.set_reading(False)
+            self._wake()
             return
         try:
             self._handle(message, False)
         except BaseException as exc:  # never into the protocol's data_received
             self._fail(exc)
 
-    def _handle(self, message: dict[str, Any], in_ctx: bool) -> None:
-        """Answer one message now, or start the task that will (``in_ctx``: we run inside
-        ``self.ctx`` already, in the task of the frame before)."""
+    def _handle(self, message: dict[str, Any], in_host: bool) -> None:
+        """Answer one message now, or leave the rest of its work to the host task
+        (``in_host``: called from the host task itself)."""
         text = message.get("text")
         if text is None:
             if message["type"] == "websocket.disconnect":
@@ -150,21 +191,31 @@ class FramePump:
         session = self.session
         wait = self.limiter.delay()
         if wait:
-            self._start(self._later(text, wait))
+            self._defer(self._later(text, wait))
             return
         if session.closed or session.pending_close:
             self._finish(error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
             return
         coro = self.endpoint.frame(session, text)
+        if not in_host:
+            try:
+                _enter_task(self.loop, self.host)  # as eager task start does (3.12+)
+            except RuntimeError:  # called from inside another task, not the loop's I/O callback
+                self._defer(coro)
+                return
         try:
-            first = coro.send(None) if in_ctx else self.ctx.run(coro.send, None)
+            first = coro.send(None) if in_host else self.ctx.run(coro.send, None)
         except StopIteration as stop:
-            self._reply(stop.value)
-            return
-        except BaseException as exc:
-            self._fail(exc)
-            return
-        self._start(_Continue(coro, first))
+            reply = stop.value
+        else:
+            reply = _Continue(coro, first)
+        finally:
+            if not in_host:
+                _leave_task(self.loop, self.host)
+        if isinstance(reply, _Continue):
+            self._defer(reply)
+        else:
+            self._reply(reply)
 
     # ---- replies ------------------------------------------------------------------------
 
@@ -172,9 +223,9 @@ class FramePump:
         if reply is self.endpoint.CLOSE:
             self._finish(reply)
         elif not self.proto.write_text(reply):  # not writable now: the ASGI send waits
-            self._start(self._send(reply))
+            self._defer(self._send(reply))
 
-    async def _send(self, reply: str) -> str:
+    async def _send(self, reply: str) -> Any:
         await self.send({"type": "websocket.send", "text": reply})
         return _SENT
 
@@ -184,39 +235,30 @@ class FramePump:
             return _Finish(error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
         return await self.endpoint.frame(self.session, text)
 
-    def _start(self, work: Awaitable[Any]) -> None:
-        self.task = asyncio.get_running_loop().create_task(self._wait(work), context=self.ctx)
+    def _defer(self, work: Awaitable[Any]) -> None:
+        self.work = work
+        self._wake()
 
-    async def _wait(self, work: Awaitable[Any]) -> None:
-        try:
-            reply = await work
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self.task = None
-            self._fail(exc)
-            return
-        self.task = None
-        if isinstance(reply, _Finish):
-            self._finish(reply.outcome)
-            return
-        if reply is not _SENT:
-            self._reply(reply)
-        # answer what queued up meanwhile, until one frame has to wait again
-        pending = self.pending
-        while pending and self.task is None and not self.done.done():
-            self._handle(pending.pop(0), True)
-        if self.paused and len(pending) <= MAX_QUEUED // 2:
-            self.paused = False
-            self.proto.set_reading(True)
+    def _wake(self) -> None:
+        wake = self.wake
+        if wake is not None and not wake.done():
+            self.wake = None
+            wake.set_result(None)
 
     def _finish(self, outcome: Any) -> None:
-        if not self.done.done():
-            self.done.set_result(outcome)
+        if self.outcome is _RUNNING:
+            self.outcome = outcome
+            self._wake()
 
     def _fail(self, exc: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
+        self._defer(_raise(exc))
+
+
+async def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+_RUNNING = object()
 
 
 class _Finish:

@@ -113,3 +113,31 @@ async def test_middleware_that_wraps_receive_keeps_the_asgi_path(serve_app):
         (proto,) = ws_protocols(s)
         assert proto.queue.push is None
     assert seen.count("websocket.receive") == 2  # every frame went through the middleware
+
+
+class TaskAwareEnv(CounterEnv):
+    """Records the task each step runs in, and waits on every other step (asyncio.timeout and
+    libraries like anyio need the current task to be the same from start to end of a call)."""
+
+    tasks: list[object] = []
+
+    async def step(self, action: AddAction) -> TotalObservation:
+        me = asyncio.current_task()
+        async with asyncio.timeout(5):
+            if action.n % 2:
+                await asyncio.sleep(0.01)
+        assert asyncio.current_task() is me
+        type(self).tasks.append(me)
+        return TotalObservation(total=action.n)
+
+
+async def test_frames_run_in_one_task_per_connection(serve_app):
+    TaskAwareEnv.tasks = []
+    s = serve_app(app_for(TaskAwareEnv))
+    async with websockets.connect(s.ws_url) as ws:
+        await rpc(ws, {"type": "reset"})
+        for n in range(1, 7):
+            reply = await rpc(ws, step(n))
+            assert reply["type"] == "observation", reply
+    tasks = TaskAwareEnv.tasks
+    assert len(tasks) == 6 and tasks[0] is not None and all(t is tasks[0] for t in tasks)
