@@ -114,7 +114,8 @@ def report(kind: str, raw_path: str, top: int) -> None:
     print("| self | function |  | inclusive | function |")
     print("|---:|---|---|---:|---|")
     own_rows = own.most_common(top)
-    incl_rows = [(f, n) for f, n in incl.most_common() if f not in ("<event loop>",)][:top]
+    # frames every sample passes through (the process's entry point, the loop) say nothing
+    incl_rows = [(f, n) for f, n in incl.most_common() if n < 0.995 * total][:top]
     for i in range(max(len(own_rows), len(incl_rows))):
         a = own_rows[i] if i < len(own_rows) else ("", 0)
         b = incl_rows[i] if i < len(incl_rows) else ("", 0)
