@@ -128,7 +128,7 @@ class FramePump:
         finally:
             self.attaching = False
         try:
-            return await asyncio.shield(host)
+            return await host
         finally:
             self.proto.queue.push = _drop
             if not host.done():
