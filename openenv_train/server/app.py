@@ -29,6 +29,7 @@ from .limits import Limits
 from .sessions import SessionManager
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
+from .wsproto_fast import upgrade_default_ws
 
 
 class EnvApp(FastAPI):
@@ -55,6 +56,8 @@ class EnvApp(FastAPI):
         elif kind == "http" and gate is not None:
             await gate.http(scope, receive, send, functools.partial(FastAPI.__call__, self))
             return
+        elif kind == "lifespan":
+            upgrade_default_ws(receive)  # a plain `uvicorn app` gets our lean /ws path too
         await super().__call__(scope, receive, send)
 
 

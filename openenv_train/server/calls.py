@@ -17,6 +17,7 @@ from ..core.models import Observation, State
 from ._threads import run_sync
 
 log = logging.getLogger("openenv_train.server")
+_clock = time.perf_counter
 
 #: Inline (on-loop) sync calls slower than ``INLINE_BUDGET_S`` are overruns. ``INLINE_MAX_OVERRUNS``
 #: overruns within ``INLINE_WINDOW`` calls, or one call over ``INLINE_HARD_LIMIT_S``, demote the env
@@ -100,16 +101,21 @@ class EnvCalls:
 
     def _inline(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run an opted-in sync call on the loop, demoting the class if it overran its budget."""
-        t0 = time.perf_counter()
+        t0 = _clock()
         try:
             return fn(*args, **kwargs)
         finally:
-            took = time.perf_counter() - t0
-            self.inline_calls += 1
-            if self.inline_calls >= INLINE_WINDOW:
-                self.inline_calls = self.overruns = 0
-            if took > INLINE_BUDGET_S:
-                self.overruns += 1
+            took = _clock() - t0
+            calls = self.inline_calls = self.inline_calls + 1
+            if took > INLINE_BUDGET_S or calls >= INLINE_WINDOW:
+                self._account(took, fn)
+
+    def _account(self, took: float, fn: Callable[..., Any]) -> None:
+        """Count an overrun (or close a window of ``INLINE_WINDOW`` calls); demote on too many."""
+        if self.inline_calls >= INLINE_WINDOW:
+            self.inline_calls = self.overruns = 0
+        if took > INLINE_BUDGET_S:
+            self.overruns += 1
             if self.inline and (self.overruns >= INLINE_MAX_OVERRUNS or took > INLINE_HARD_LIMIT_S):
                 self.inline = False
                 # a class that earned inline calls may try again, after 4x more quick calls each
@@ -162,14 +168,23 @@ class EnvCalls:
     async def step(
         self, env: Any, action: Any, kwargs: dict[str, Any] | None = None
     ) -> Observation:
-        kw = self._filter(kwargs, self.step_kwargs) if kwargs else {}
-        if self.step_async:
-            obs = await getattr(env, self.step_name)(action, **kw)
+        if kwargs:
+            kw = self._filter(kwargs, self.step_kwargs)
+            if self.step_async:
+                obs = await getattr(env, self.step_name)(action, **kw)
+            elif self.inline:
+                obs = self._inline(env.step, action, **kw)
+            else:
+                obs = await self._threaded(env.step, action, **kw)
+        elif self.step_async:
+            obs = await getattr(env, self.step_name)(action)
         elif self.inline:
-            obs = self._inline(env.step, action, **kw)
+            obs = self._inline(env.step, action)
         else:
-            obs = await self._threaded(env.step, action, **kw)
-        if not isinstance(obs, Observation) and inspect.isawaitable(obs):
+            obs = await self._threaded(env.step, action)
+        if isinstance(obs, Observation):
+            return obs
+        if inspect.isawaitable(obs):
             obs = await obs
         return _check_obs(obs, "step")
 

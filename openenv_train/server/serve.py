@@ -14,8 +14,9 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 #: uvicorn WebSocket implementation used by ``serve()`` and the local runtime launcher: uvicorn's
 #: sans-I/O ``websockets`` protocol minus its per-message read pause (see ``wsproto_fast``).
-#: From a shell: ``python -m openenv_train.server module:app --port N`` (plain ``uvicorn`` can only
-#: take ``--ws websockets-sansio``, the same protocol without our fast path).
+#: From a shell: ``python -m openenv_train.server module:app --port N``. A plain ``uvicorn
+#: module:app`` (``--ws auto``) gets it too: the app switches uvicorn's setting at lifespan
+#: startup; ``--ws websockets-sansio`` keeps uvicorn's class, without our lean path.
 DEFAULT_WS_IMPL = "openenv_train.server.wsproto_fast:FastWebSocketsProtocol"
 #: uvicorn HTTP implementation: h11 with a deadline for request heads (see ``httpproto``).
 DEFAULT_HTTP_IMPL = "openenv_train.server.httpproto:GuardedH11Protocol"
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m openenv_train.server pkg.server.app:app [--host H] [--port P]``.
 
     The command line launchers use instead of ``uvicorn APP``: same server, our WebSocket
-    protocol class (uvicorn's ``--ws`` flag only takes built-in names).
+    protocol class and head deadlines (a plain ``uvicorn APP`` adopts the protocol class at startup).
     """
     import argparse
 

@@ -31,6 +31,7 @@ from .limits import Limits, RateLimiter
 from .lograte import LimitedWarning
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
 from .ws_batch import BATCH_SUBPROTOCOL, BatchConnection
+from .ws_push import CLOSE_1009, DISCONNECTED, SESSION_GONE, FramePump, pump_protocol
 
 log = logging.getLogger("openenv_train.server")
 _ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every frame
@@ -118,7 +119,11 @@ class WebSocketEndpoint:
         scope["headers"] = ()  # read by the gate and the handshake only: don't hold them
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
-            await self._serve(session, receive, send)
+            proto = pump_protocol(receive, send)
+            if proto is not None:
+                await self._pumped(session, proto, send)
+            else:
+                await self._serve(session, receive, send)
         except _DISCONNECT_ERRORS:
             pass  # the client vanished mid-send; the session is freed below
         finally:
@@ -130,8 +135,19 @@ class WebSocketEndpoint:
             else:
                 await self.manager.destroy(session)
 
+    async def _pumped(self, session: Session, proto: Any, send: Send) -> None:
+        """``_serve``'s job when the protocol pushes frames to us (see ``ws_push``)."""
+        outcome = await FramePump(self, session, proto, send).run()
+        if outcome is _CLOSE:
+            await self.manager.destroy(session)
+            await send({"type": "websocket.close", "code": 1000, "reason": ""})
+        elif outcome is CLOSE_1009:
+            await send({"type": "websocket.close", "code": 1009, "reason": "message too big"})
+        elif outcome is not DISCONNECTED:
+            await _send_and_close(send, outcome)  # the session was closed under us
+
     async def _serve(self, session: Session, receive: Receive, send: Send) -> None:
-        frame = self._frame
+        frame = self.frame
         limiter = RateLimiter(self.limits.max_messages_per_s)
         max_frame = self.limits.max_frame_bytes
         while True:
@@ -151,13 +167,7 @@ class WebSocketEndpoint:
             if wait:
                 await asyncio.sleep(wait)  # a flooding client is slowed down, not served faster
             if session.closed or session.pending_close:
-                await _send_and_close(
-                    send,
-                    error_frame_json(
-                        ErrorCode.SESSION_ERROR,
-                        "Session was closed (idle timeout or openenv/session/close); reconnect",
-                    ),
-                )
+                await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
                 return
             reply = await frame(session, text)
             if reply is _CLOSE:
@@ -166,7 +176,7 @@ class WebSocketEndpoint:
                 return
             await send({"type": "websocket.send", "text": reply})
 
-    async def _frame(self, session: Session, text: str | bytes) -> Any:
+    async def frame(self, session: Session, text: str | bytes) -> Any:
         """Handle one request frame and return the reply text (or ``_CLOSE``)."""
         try:
             msg = loads(text)
@@ -201,8 +211,10 @@ class WebSocketEndpoint:
                 ],
             )
         session.enter()
+        lock = session.lock
         try:
-            async with session.lock:
+            await lock.acquire()  # (not `async with`: two coroutines fewer per frame)
+            try:
                 if kind == "step":
                     return await self._step(session, msg.get("data"))
                 if kind == "reset":
@@ -213,6 +225,8 @@ class WebSocketEndpoint:
                     reply = await self.mcp.handle(msg.get("data"), ws_session=session, direct=False)
                     return '{"type":"mcp","data":' + dumps(reply) + "}"
                 return _CLOSE
+            finally:
+                lock.release()
         except Exception as exc:  # the env raised: report it, keep the session
             _ENV_RAISED.warn(
                 "env raised in %s: %s",

@@ -11,6 +11,11 @@ Two costs dominate uvicorn's per-message path for small request/reply frames, an
   invalid frames) is handed to the ``websockets`` protocol object untouched, at a frame
   boundary, so it keeps enforcing the RFC.
 
+An app that gets this class's own ``receive``/``send`` (no middleware wrapping them) may also
+take each message as it is parsed, by a callback (``push_to``), and answer with ``write_text``:
+the env server's ``/ws`` does, so a frame it can answer without waiting is answered inside
+``data_received``, with no task wake-up (see ``ws_push``).
+
 Two bounds from the app's ``Limits`` live here because only the protocol sees raw bytes: the
 largest message (``max_frame_bytes``, close code 1009) and the time a started frame may take to
 arrive (``request_timeout_s``; a connection that stops mid-frame is closed).
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -44,17 +50,22 @@ class _Inbox:
     """The part of ``asyncio.Queue`` uvicorn uses, for one reader, with less bookkeeping.
 
     A list, not a deque: it holds at most ``max_queued`` (16) messages and usually 0 or 1, and an
-    idle session's empty deque costs ~600 bytes more.
+    idle session's empty deque costs ~600 bytes more. Once an app calls ``push_to``, every
+    message (data, and the disconnect uvicorn's code puts here) goes to its callback instead.
     """
 
-    __slots__ = ("_items", "_waiter", "_loop")
+    __slots__ = ("_items", "_waiter", "_loop", "push")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._items: list[Any] = []
         self._waiter: asyncio.Future[None] | None = None
         self._loop = loop
+        self.push: Callable[[Any], None] | None = None
 
     def put_nowait(self, item: Any) -> None:
+        if self.push is not None:
+            self.push(item)
+            return
         self._items.append(item)
         waiter = self._waiter
         if waiter is not None:
@@ -248,6 +259,51 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
 
     # ---- send ------------------------------------------------------------------------------
 
+    def push_to(self, callback: Callable[[Any], None]) -> None:
+        """From now on hand every ASGI receive event to ``callback`` as it happens (in order,
+        after the ones already queued) instead of queueing it for ``receive()``."""
+        inbox = self.queue
+        items, inbox._items = inbox._items, []
+        inbox.push = callback
+        if self.read_paused:
+            self.read_paused = False
+            self.transport.resume_reading()
+        for item in items:
+            callback(item)
+
+    def set_reading(self, on: bool) -> None:
+        """Back-pressure for a ``push_to`` consumer: stop (or resume) reading from the socket."""
+        if on == self.read_paused and not self.close_sent and not self.transport.is_closing():
+            self.read_paused = not on
+            if on:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
+
+    def write_text(self, text: str) -> bool:
+        """Write one text frame now, if the lean path may (open, writable, no extension);
+        False: nothing was written, send it through ``send()``."""
+        if (
+            self._fast
+            and not self.close_sent
+            and not self.disconnected
+            and self.writable.is_set()
+            and self.conn.state is State.OPEN
+        ):
+            self._write_frame(0x81, text.encode())
+            return True
+        return False
+
+    def _write_frame(self, opcode: int, payload: bytes) -> None:
+        n = len(payload)
+        if n < 126:
+            header = bytes((opcode, n))
+        elif n < 65536:
+            header = bytes((opcode, 126)) + n.to_bytes(2, "big")
+        else:
+            header = bytes((opcode, 127)) + n.to_bytes(8, "big")
+        self.transport.write(header + payload)
+
     async def send(self, message: Any) -> None:
         if (
             self._fast
@@ -259,20 +315,11 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
         ):
             text = message.get("text")
             if text is not None:
-                payload = text.encode()
-                opcode = 0x81
-            else:
-                payload = message.get("bytes")
-                opcode = 0x82
+                self._write_frame(0x81, text.encode())
+                return
+            payload = message.get("bytes")
             if payload is not None:
-                n = len(payload)
-                if n < 126:
-                    header = bytes((opcode, n))
-                elif n < 65536:
-                    header = bytes((opcode, 126)) + n.to_bytes(2, "big")
-                else:
-                    header = bytes((opcode, 127)) + n.to_bytes(8, "big")
-                self.transport.write(header + payload)
+                self._write_frame(0x82, payload)
                 return
         await super().send(message)
         if self.conn.state is not State.OPEN:
@@ -282,3 +329,29 @@ class FastWebSocketsProtocol(WebSocketsSansIOProtocol):
             # ~2.5 KB an idle session need not hold
             self.request = self.response = None  # type: ignore[assignment]
             self._maybe_go_fast()
+
+
+def upgrade_default_ws(lifespan_receive: Any) -> bool:
+    """At lifespan startup: a uvicorn left on its default WebSocket implementation (``--ws
+    auto``, which picks ``WebSocketsSansIOProtocol``) serves the app's later connections with
+    this subclass of that class instead, so a plain ``uvicorn module:app`` gets the lean path.
+
+    Why here: uvicorn reads ``Config.ws_protocol_class`` for each new connection, and the app
+    sees uvicorn's lifespan runner (which holds the ``Config``) as the owner of ``receive``. Any
+    other server, or a uvicorn told ``--ws`` explicitly (``--ws websockets-sansio`` keeps the
+    plain class), is left as it is. Returns whether the setting was changed.
+    """
+    config = getattr(getattr(lifespan_receive, "__self__", None), "config", None)
+    try:
+        from uvicorn.config import Config
+    except ImportError:  # pragma: no cover - uvicorn is a dependency
+        return False
+    if (
+        not isinstance(config, Config)
+        or config.ws != "auto"
+        or getattr(config, "ws_protocol_class", None) is not WebSocketsSansIOProtocol
+    ):
+        return False
+    config.ws_protocol_class = FastWebSocketsProtocol
+    _LOG.debug("WebSocket connections use %s (uvicorn --ws auto)", FastWebSocketsProtocol.__name__)
+    return True
