@@ -101,10 +101,10 @@ class _SDKClient(LLMClient):
         endpoint: str,
         port: int,
         model: str,
-        api_key: str | None,
-        system_prompt: str | None,
-        temperature: float | None,
-        max_tokens: int,
+        api_key: str | None = None,
+        system_prompt: str | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int = 256,
     ) -> None:
         super().__init__(endpoint, port)
         self.model = model
@@ -150,18 +150,6 @@ class OpenAIClient(_SDKClient):
     temperature to the server. Keyword arguments of ``complete`` other than ``temperature`` and
     ``max_tokens`` go to the SDK's ``create`` as they are (``top_p``, ``stop``...).
     """
-
-    def __init__(
-        self,
-        endpoint: str,
-        port: int,
-        model: str,
-        api_key: str | None = None,
-        system_prompt: str | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int = 256,
-    ) -> None:
-        super().__init__(endpoint, port, model, api_key, system_prompt, temperature, max_tokens)
 
     def _sdk_factory(self, api_key: str) -> Callable[[], Any]:
         sdk = AsyncOpenAI  # read now, so a patched module attribute is what gets used
@@ -210,18 +198,6 @@ class AnthropicClient(_SDKClient):
     ``temperature``, ``top_p`` and ``top_k`` are sent in the request body with any SDK version;
     pass ``temperature=None`` for models that accept no temperature.
     """
-
-    def __init__(
-        self,
-        endpoint: str,
-        port: int,
-        model: str,
-        api_key: str | None = None,
-        system_prompt: str | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int = 256,
-    ) -> None:
-        super().__init__(endpoint, port, model, api_key, system_prompt, temperature, max_tokens)
 
     def _sampling(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """As for OpenAI, but the sampling knobs travel in ``extra_body``: anthropic 1.0 took
