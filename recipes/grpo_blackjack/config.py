@@ -14,8 +14,16 @@ from openenv_train.training.config import EnvSection, GRPOSection, ModelSection,
 
 
 class RolloutSection(config.RolloutSection):
-    #: true: the rollouts of a GRPO group play the same hand
+    #: true: the rollouts of a GRPO group play the same hand (same deck: they often end alike)
     same_deal_per_group: bool = False
+    #: true: a GRPO group's rollouts start from the same state (player total, soft, dealer card)
+    #: with different decks, so the group's mean is a per-state baseline
+    same_state_per_group: bool = False
+    #: with same_state_per_group, states are drawn by frequency ** this: 1 natural, 0.5 shows
+    #: rare states (dealer ace, soft 18) more often, 0 all alike
+    state_weight_power: float = Field(1.0, ge=0.0, le=1.0)
+    #: seeds scanned once for their first state (same_state_per_group); ~1 s per 40k
+    deal_pool_size: int = Field(40_000, ge=1000)
     #: reward of an episode whose answer is not a legal action
     invalid_action_reward: float = -1.0
 
@@ -53,6 +61,11 @@ class RecipeConfig(config.RunConfig):
 
     @model_validator(mode="after")
     def _overlap(self) -> RecipeConfig:
+        if self.rollout.same_state_per_group and self.rollout.same_deal_per_group:
+            raise ValueError(
+                "rollout.same_state_per_group and rollout.same_deal_per_group: choose one "
+                "(a shared deal already shares the state)"
+            )
         if self.rollout.max_staleness and (self.env.runtime == "ray" or self.grpo.use_vllm):
             raise ValueError(
                 "rollout.max_staleness: overlap runs the in-process engine only; set it to 0 "

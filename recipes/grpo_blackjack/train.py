@@ -93,6 +93,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             seed=cfg.seed,
             same_deal_per_group=r.same_deal_per_group,
             invalid_action_reward=r.invalid_action_reward,
+            same_state_per_group=r.same_state_per_group,
+            state_weight_power=r.state_weight_power,
+            deal_pool_size=r.deal_pool_size,
         )
         rollout_func = trainer_rollout_func(cfg, spec, servers, urls, evals.on_batch)
         run.close_at_end(rollout_func.close)

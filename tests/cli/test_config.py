@@ -48,6 +48,11 @@ def test_shipped_configs_parse() -> None:
         ({"eval": {"hands": 0}}, ["eval.hands"]),
         ({"model": {"warmup_loss_on": "prompts"}}, ["model.warmup_loss_on"]),
         ({"model": {"tiny": {"init_std": 0}}}, ["model.tiny.init_std"]),
+        ({"rollout": {"state_weight_power": 2}}, ["rollout.state_weight_power"]),
+        (
+            {"rollout": {"same_state_per_group": True, "same_deal_per_group": True}},
+            ["rollout.same_state_per_group", "choose one"],
+        ),
     ],
 )
 def test_bad_values_are_named(data: dict, needles: list[str]) -> None:

@@ -70,6 +70,21 @@ async def test_same_deal_per_group(servers, tokenizer):
         assert len(prompts) == 1
 
 
+async def test_same_state_per_group_shares_the_state_not_the_deck(servers, tokenizer):
+    policy = ScriptedPolicy(tokenizer, basic_strategy_answer)
+    spec = BlackjackTextSpec(seed=3, same_state_per_group=True, deal_pool_size=4000)
+    async with RolloutEngine(spec, policy, servers) as e:
+        batch = await e.run(["p"] * 32, 8)
+    first_texts, varied = set(), 0
+    for g in range(4):
+        rows = [r for r in batch.records if r.group == g]
+        firsts = {tokenizer.decode(r.prompt_ids) for r in rows}
+        assert len(firsts) == 1  # the first prompt (the state) is the group's own
+        first_texts |= firsts
+        varied += len({r.reward for r in rows}) > 1  # other decks: the same play ends otherwise
+    assert len(first_texts) > 1 and varied >= 2  # groups drew different states
+
+
 async def test_invalid_answer_ends_game_with_its_own_reward(servers, tokenizer):
     policy = ScriptedPolicy(tokenizer, lambda text: "dealer soft")
     spec = BlackjackTextSpec(seed=1, invalid_action_reward=-2.0)

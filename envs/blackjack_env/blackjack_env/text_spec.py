@@ -16,6 +16,7 @@ from typing import Any
 from openenv_train import Action, StepResult
 from openenv_train.rollout.spec import TextEnvSpec
 
+from .deals import StateDeals
 from .game import HIT, STAND, BlackjackGame, basic_strategy, rank_label
 
 ANSWERS = {"hit": HIT, "stand": STAND}
@@ -103,6 +104,8 @@ class BlackjackTextSpec(TextEnvSpec):
 
     ``seed``: when set, row ``r`` of call ``c`` is dealt with seed ``seed + c * 1_000_003 + k`` where
     ``k`` is the row (or the group, with ``same_deal_per_group=True``), so runs are reproducible.
+    ``same_state_per_group=True`` deals each group's rows the same first state from different decks
+    (``blackjack_env.deals.StateDeals``; states drawn by ``frequency ** state_weight_power``).
     The TRL dataset prompt is ignored (use ``RolloutConfig.use_dataset_prompt`` to prepend it).
     """
 
@@ -116,9 +119,20 @@ class BlackjackTextSpec(TextEnvSpec):
         seed: int | None = None,
         same_deal_per_group: bool = False,
         invalid_action_reward: float = -1.0,
+        same_state_per_group: bool = False,
+        state_weight_power: float = 1.0,
+        deal_pool_size: int = 40_000,
     ) -> None:
+        if same_state_per_group and (same_deal_per_group or seed is None):
+            raise ValueError(
+                "same_state_per_group needs a seed and excludes same_deal_per_group "
+                "(one deal per group already shares the state)"
+            )
         self.seed = seed
         self.same_deal_per_group = same_deal_per_group
+        self.state_deals = (
+            StateDeals(seed, deal_pool_size, state_weight_power) if same_state_per_group else None
+        )
         self.invalid_action_reward = float(invalid_action_reward)
         self._calls = -1  # begin_run() makes the first batch call 0
         self._actions: dict[int, Action] | None = None
@@ -132,10 +146,14 @@ class BlackjackTextSpec(TextEnvSpec):
     def begin_run(self) -> None:
         """Called by the engine before each batch, so seeded deals differ from batch to batch."""
         self._calls += 1
+        if self.state_deals is not None:
+            self.state_deals.next_call()
 
     def reset_kwargs(self, prompt: Any, group: int, row: int) -> dict[str, Any]:
         if self.seed is None:
             return {}
+        if self.state_deals is not None:
+            return {"seed": self.state_deals.seed_for(self._calls, group, row)}
         k = group if self.same_deal_per_group else row
         return {"seed": self.seed + self._calls * 1_000_003 + k}
 
