@@ -70,3 +70,42 @@ def test_curve_names_a_folder_without_a_curve(tmp_path: Path) -> None:
         read_curve(tmp_path)
     with pytest.raises(ValueError, match="at least two"):
         compare_runs([tmp_path], tmp_path / "x.png")
+
+
+def test_same_state_keys_reach_the_blackjack_spec(tmp_path: Path, monkeypatch) -> None:
+    """The recipe's ``rollout.same_state_per_group`` keys build the spec the engine plays."""
+    import pytest
+
+    from openenv_train.recipes.grpo_blackjack import train
+    from openenv_train.recipes.grpo_blackjack.config import parse_config
+
+    class Captured(Exception):
+        pass
+
+    def capture(cfg, spec, *args, **kwargs):
+        raise Captured(spec)
+
+    monkeypatch.setattr(train, "trainer_rollout_func", capture)
+    cfg = parse_config(
+        {
+            "recipe": "grpo_blackjack",
+            "name": "same_state",
+            "output_dir": str(tmp_path),
+            "seed": 5,
+            "model": {"warmup_steps": 2, "warmup_batch_size": 8},
+            "env": {"num_servers": 1},
+            "rollout": {
+                "same_state_per_group": True,
+                "state_weight_power": 0.5,
+                "deal_pool_size": 2000,
+            },
+            "grpo": {"max_steps": 1, "per_device_train_batch_size": 8, "num_generations": 4},
+            "eval": {"hands": 20, "every": 1, "periodic_hands": 20},
+        },
+        base=tmp_path,
+    )
+    with pytest.raises(Captured) as caught:
+        train.run(cfg)
+    spec = caught.value.args[0]
+    assert spec.state_deals is not None and spec.seed == 5
+    assert spec.state_deals.power == 0.5 and spec.state_deals.size == 2000
