@@ -65,7 +65,7 @@ def create_app(
     env: Callable[[], Any],
     action_cls: type[Action] | None,
     observation_cls: type[Observation] | None,
-    state_cls: type[State] = State,
+    state_cls: type[State] | str = State,
     *,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_timeout: float | None = DEFAULT_SESSION_TIMEOUT_S,
@@ -97,8 +97,16 @@ def create_app(
     name), ``max_concurrent_envs`` is ``max_sessions``, ``concurrency_config`` gives both bounds
     at once, ``reset_observation_cls`` (default ``observation_cls``) goes in ``/schema``; an ``MCPEnvironment`` class may pass ``None`` for ``action_cls``/``observation_cls``
     (OpenEnv allows it for tools-only envs): its tool actions and observations are used.
-    The routes are an ``HTTPEnvServer``'s, registered on an app of our own.
+    The routes are an ``HTTPEnvServer``'s, registered on an app of our own. A string in the
+    fourth place is OpenEnv's ``create_app(env, action_cls, observation_cls, env_name)``.
     """
+    if isinstance(state_cls, str):
+        if env_name is not None:
+            raise TypeError(
+                f"create_app got env_name twice ({state_cls!r} in the fourth place and "
+                f"env_name={env_name!r}): pass one"
+            )
+        env_name, state_cls = state_cls, State
     if concurrency_config is None:
         if max_concurrent_envs is not None:
             max_sessions = max_concurrent_envs

@@ -251,3 +251,12 @@ def test_create_web_interface_app_serves_the_playground_and_refuses_a_gradio_bui
         assert client.get("/health").status_code == 200
     with pytest.raises(ValueError, match="gradio_builder.*web_renderer"):
         create_web_interface_app(Counter, Add, Total, gradio_builder=lambda *a: None)
+
+
+def test_create_app_takes_openenvs_env_name_in_the_fourth_place() -> None:
+    app = create_app(Counter, Add, Total, "counter-env")
+    with TestClient(app) as client:
+        assert client.get("/health").status_code == 200
+        assert "counter-env" in app.title
+    with pytest.raises(TypeError, match="env_name twice"):
+        create_app(Counter, Add, Total, "a", env_name="b")
