@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,6 +168,7 @@ class FakeDaytona:
     def delete(self, sandbox: FakeSandbox) -> None:
         sandbox.kill()
         sandbox.deleted = True
+        shutil.rmtree(sandbox.root, ignore_errors=True)  # a deleted sandbox leaves no files
 
 
 def module() -> types.ModuleType:
