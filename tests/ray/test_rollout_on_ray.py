@@ -121,14 +121,15 @@ async def test_worker_on_a_killed_node_is_replaced(cluster, no_leaks, tokenizer)
             await workers.run(["play"] * 32, 8)  # one worker per node
             assert node_id_with("doomed2") in workers.worker_nodes
             kill = kill_node_later(cluster, doomed, 1.0)
-            batch = await workers.run(["play"] * 512, 8)
+            # ~4 s of episodes, so the kill lands mid-batch (512 took ~1 s: the kill could miss)
+            batch = await workers.run(["play"] * 2048, 8)
             await asyncio.to_thread(kill.join)
         finally:
             await workers.aclose()
         m = batch.metrics
         assert m["workers_replaced"] >= 1 and m["shares_retried"] >= 1, m
         assert m["servers_replaced"] >= 1, m  # the fleet was healed before the share re-ran
-        assert batch.complete and [r.row for r in batch.rows] == list(range(512))
+        assert batch.complete and [r.row for r in batch.rows] == list(range(2048))
         assert {r.reward for r in batch.records} <= REWARDS
 
 
