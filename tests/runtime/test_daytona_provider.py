@@ -12,6 +12,7 @@ import fake_daytona
 import httpx
 import psutil
 import pytest
+from processes import gone
 
 from openenv_train import CallToolAction
 from openenv_train.client import MCPToolClient
@@ -32,18 +33,6 @@ def cloud(monkeypatch):
     yield fake_daytona.FakeDaytona
     for sandbox in fake_daytona.FakeDaytona.sandboxes:
         sandbox.kill()
-
-
-def gone(pid: int | None, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while pid is not None and time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return pid is None
 
 
 def test_a_client_resets_and_steps_through_a_sandbox(cloud):

@@ -17,6 +17,7 @@ import psutil
 import pytest
 from child_env import with_pythonpath
 from ports import held_port
+from processes import gone
 
 from openenv_train.core import ServerStartError
 from openenv_train.runtime import LocalProcessProvider, ServerGroup, start_local_servers
@@ -28,19 +29,6 @@ ENV = with_pythonpath(HERE)
 def info(base_url: str) -> dict:
     with urllib.request.urlopen(base_url + "/info", timeout=10) as r:
         return json.loads(r.read())
-
-
-def gone(pid: int, within: float = 10.0) -> bool:
-    """True once ``pid`` no longer runs (a zombie waiting for a reaper counts as gone)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_start_serves_on_loopback_and_stop_ends_the_process() -> None:

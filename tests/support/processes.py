@@ -1,17 +1,21 @@
-"""Stopping a child process the way a user does: Ctrl-C, then a bounded wait, then a kill."""
+"""Waiting for a test's child process to end."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
+import time
+
+import psutil
 
 
-def interrupt(proc: subprocess.Popen, grace_s: float = 15) -> int | None:
-    """SIGINT ``proc`` and wait ``grace_s`` for it; kill it if it is still there. Returns its
-    exit code (the one after SIGINT, or the kill's)."""
-    proc.send_signal(signal.SIGINT)
-    try:
-        return proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait(5)
+def gone(pid: int | None, within: float = 10.0) -> bool:
+    """True once ``pid`` no longer runs (a zombie waiting for a reaper counts as gone; no pid,
+    nothing ran); False if it still runs after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return pid is None
