@@ -1,10 +1,24 @@
-"""Waiting for a test's child process to end."""
+"""Child processes in tests: stopping one the way a user does (Ctrl-C, a bounded wait, then a
+kill), and waiting for one to end."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 
 import psutil
+
+
+def interrupt(proc: subprocess.Popen, grace_s: float = 15) -> int | None:
+    """SIGINT ``proc`` and wait ``grace_s`` for it; kill it if it is still there. Returns its
+    exit code (the one after SIGINT, or the kill's)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(5)
 
 
 def gone(pid: int | None, within: float = 10.0) -> bool:
