@@ -31,6 +31,7 @@ from ..core.errors import (
     CapacityReachedError,
     ConnectionLostError,
     InfrastructureError,
+    OpenEnvTrainError,
     RequestTimeoutError,
     RequestTooLargeError,
     SessionClosedError,
@@ -476,6 +477,39 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 f"{type(self).__name__}.{what}() called while another request is in flight on the "
                 "same session; use one client per concurrent session"
             )
+        ws = await self._usable_socket(what, fresh)
+        self._busy = True
+        raw: str | bytes | dict[str, Any]
+        try:
+            if ws is None:  # the session rides a batch channel
+                assert self._mux is not None
+                raw = await self._mux.request(text, self.timeout)
+            else:
+                try:
+                    await ws.send(text)
+                except ConnectionClosed:
+                    pass  # a refusing server sends an error frame then closes: read it below
+                if _timeout is not None:
+                    async with _timeout(self.timeout):
+                        raw = await ws.recv()
+                else:  # Python 3.10
+                    raw = await asyncio.wait_for(ws.recv(), self.timeout)
+        except asyncio.CancelledError:
+            self._drop(f"{what}() was cancelled while waiting for its reply")
+            raise
+        except (TimeoutError, asyncio.TimeoutError, ConnectionClosed, OSError) as e:
+            raise self._transport_error(e, text, what) from (
+                None if isinstance(e, (TimeoutError, asyncio.TimeoutError)) else e
+            )
+        except ConnectionLostError:  # the batch channel under this session closed
+            self._drop(f"the connection closed during {what}()")
+            raise
+        finally:
+            self._busy = False
+        return self._reply(raw, expect, what)
+
+    async def _usable_socket(self, what: str, fresh: bool) -> ClientConnection | None:
+        """This session's open socket (``None``: it rides a batch channel), reopened for a reset."""
         mux = self._mux
         if mux is not None and not mux.usable:  # the shared connection went away under it
             self._drop("the connection to the server closed")
@@ -500,63 +534,39 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 await self._open()
             finally:
                 self._busy = False
-            ws = self._ws
-        elif self._loop is not asyncio.get_running_loop():
+            return self._ws
+        if self._loop is not asyncio.get_running_loop():
             raise RuntimeError(
                 f"{type(self).__name__} was connected on another event loop; use it from that loop "
                 "(or call .sync() before connecting for blocking use)"
             )
-        self._busy = True
-        raw: str | bytes | dict[str, Any]
-        try:
-            if ws is None:  # the session rides a batch channel
-                assert self._mux is not None
-                raw = await self._mux.request(text, self.timeout)
-                return self._reply(raw, expect, what)
-            try:
-                await ws.send(text)
-            except ConnectionClosed:
-                pass  # a refusing server sends an error frame then closes: read it below
-            if _timeout is not None:
-                async with _timeout(self.timeout):
-                    raw = await ws.recv()
-            else:  # Python 3.10
-                raw = await asyncio.wait_for(ws.recv(), self.timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+        return ws
+
+    def _transport_error(self, e: BaseException, text: str, what: str) -> OpenEnvTrainError:
+        """Drop the connection and say what failed: a late reply must never answer a later call."""
+        if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
             self._drop(f"{what}() timed out after {self.timeout}s and the connection was dropped")
-            raise RequestTimeoutError(
+            return RequestTimeoutError(
                 f"no reply to {what}() within timeout={self.timeout}s from {self.ws_url}; the "
                 "connection was dropped so a late reply cannot be mistaken for a later one; "
                 "call reset() to start a new session (or raise timeout=)"
-            ) from None
-        except asyncio.CancelledError:
-            self._drop(f"{what}() was cancelled while waiting for its reply")
-            raise
-        except ConnectionClosed as e:
+            )
+        if isinstance(e, ConnectionClosed):
             self._drop(f"the connection closed during {what}()")
             if e.rcvd is not None and e.rcvd.code == 1009:  # our own frame was too big
-                raise RequestTooLargeError(
+                return RequestTooLargeError(
                     f"{what}(): the request ({len(text)} bytes) is larger than {self.ws_url} "
                     "accepts (its Limits.max_frame_bytes), so the server closed the session; "
                     "send less (or start the server with a larger max_frame_bytes), then call "
                     "reset() to start a new session",
                     data={"request_bytes": len(text)},
-                ) from e
-            raise ConnectionLostError(
+                )
+            return ConnectionLostError(
                 f"the connection to {self.ws_url} closed during {what}() ({_close_text(e)}); "
                 "call reset() to start a new session"
-            ) from e
-        except OSError as e:
-            self._drop(f"the connection failed during {what}()")
-            raise ConnectionLostError(
-                f"the connection to {self.ws_url} failed during {what}(): {e}"
-            ) from e
-        except ConnectionLostError:  # the batch channel under this session closed
-            self._drop(f"the connection closed during {what}()")
-            raise
-        finally:
-            self._busy = False
-        return self._reply(raw, expect, what)
+            )
+        self._drop(f"the connection failed during {what}()")
+        return ConnectionLostError(f"the connection to {self.ws_url} failed during {what}(): {e}")
 
     def _reply(self, raw: str | bytes | dict[str, Any], expect: str, what: str) -> dict[str, Any]:
         try:

@@ -70,9 +70,11 @@ class HarnessRunner(EpisodeRunner):
     async def _episode(self, attempt: Attempt) -> EpisodeRecord:
         session: ResourceSession | None = None
         try:
-            session = await _make_session(self.session_factory, attempt.prompt)
-            # only now can it wait on the model: batches wait for registered episodes
-            result = await self._bounded(self._drive(session), attempt.row)
+            # counted from the moment it opens: a session still opening joins the first turn's
+            # batch (which waits up to max_wait_s for it) instead of splitting it in two
+            with self._waits_on_model():
+                session = await _make_session(self.session_factory, attempt.prompt)
+                result = await self._bounded(self._drive(session), attempt.row)
             verify = await session.verify(
                 result.messages, {"done": result.done, "metrics": dict(result.metrics)}
             )

@@ -161,26 +161,7 @@ class TransformersPolicy(ThreadedPolicy):
 
         model, device = self.model, self._device()
         batch = len(prompts)
-        # GRPO batches repeat each prompt num_generations times: prefill each distinct prompt once
-        # and copy its KV cache rows (``expand``), then sample every row independently.
-        first_row: dict[tuple[int, ...], int] = {}
-        unique: list[list[int]] = []
-        owner: list[int] = []
-        for prompt in prompts:
-            key = tuple(prompt)
-            if key not in first_row:
-                first_row[key] = len(unique)
-                unique.append(list(prompt))
-            owner.append(first_row[key])
-        expand = torch.tensor(owner, device=device) if len(unique) < batch else None
-        width = max(len(p) for p in unique)
-        input_ids = torch.full((len(unique), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(unique), width), dtype=torch.long)
-        for row, prompt in enumerate(unique):
-            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-            mask[row, width - len(prompt) :] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        input_ids, mask, positions, expand = _left_padded(prompts, self.pad_id, device)
         stop_tensor = torch.tensor(sorted(stops), dtype=torch.long, device=device)
         done = torch.zeros(batch, dtype=torch.bool, device=device)
         tokens, logprobs = [], []
@@ -205,21 +186,7 @@ class TransformersPolicy(ThreadedPolicy):
                         past.reorder_cache(expand)
                         logits, mask, positions = logits[expand], mask[expand], positions[expand]
                         expand = None
-                    if sampling.temperature == 0:
-                        logp = torch.log_softmax(logits, dim=-1)
-                        nxt = logits.argmax(dim=-1)
-                    else:
-                        scaled = _filter_logits(
-                            logits / sampling.temperature, sampling.top_k, sampling.top_p
-                        )
-                        logp = torch.log_softmax(scaled, dim=-1)
-                        if isinstance(generator, torch.Tensor):  # row seeds: inverse CDF
-                            cdf = logp.exp().cumsum(-1)
-                            u = generator[:, len(tokens), None].to(device) * cdf[:, -1:]
-                            nxt = torch.searchsorted(cdf, u, right=True).squeeze(-1)
-                            nxt = nxt.clamp(max=logits.shape[-1] - 1)
-                        else:
-                            nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+                    nxt, logp = _pick(logits, sampling, generator, len(tokens))
                     nxt = nxt.masked_fill(done, self.pad_id)
                     tokens.append(nxt)
                     logprobs.append(logp.gather(-1, nxt[:, None]).squeeze(-1))
@@ -235,6 +202,53 @@ class TransformersPolicy(ThreadedPolicy):
         token_rows = torch.stack(tokens, dim=1).tolist()
         logprob_rows = torch.stack(logprobs, dim=1).tolist()
         return token_rows, logprob_rows
+
+
+def _left_padded(prompts: list[list[int]], pad_id: int, device: Any) -> tuple[Any, Any, Any, Any]:
+    """``(input_ids, mask, positions, expand)`` for the distinct prompts, padded on the left.
+
+    GRPO batches repeat each prompt num_generations times: each distinct prompt is prefilled once
+    and ``expand`` (``None`` when all differ) copies its KV cache rows to every row that repeats it.
+    """
+    import torch
+
+    first_row: dict[tuple[int, ...], int] = {}
+    unique: list[list[int]] = []
+    owner: list[int] = []
+    for prompt in prompts:
+        key = tuple(prompt)
+        if key not in first_row:
+            first_row[key] = len(unique)
+            unique.append(list(prompt))
+        owner.append(first_row[key])
+    expand = torch.tensor(owner, device=device) if len(unique) < len(prompts) else None
+    width = max(len(p) for p in unique)
+    input_ids = torch.full((len(unique), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(unique), width), dtype=torch.long)
+    for row, prompt in enumerate(unique):
+        input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        mask[row, width - len(prompt) :] = 1
+    input_ids, mask = input_ids.to(device), mask.to(device)
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    return input_ids, mask, positions, expand
+
+
+def _pick(logits: Any, sampling: SamplingSettings, generator: Any, step: int) -> tuple[Any, Any]:
+    """``(next token per row, log-probs it was drawn from)``: greedy at temperature 0, else top-k/p
+    sampling from ``generator`` (a torch generator, or per-row uniforms ``[rows, steps]``)."""
+    import torch
+
+    if sampling.temperature == 0:
+        return logits.argmax(dim=-1), torch.log_softmax(logits, dim=-1)
+    scaled = _filter_logits(logits / sampling.temperature, sampling.top_k, sampling.top_p)
+    logp = torch.log_softmax(scaled, dim=-1)
+    if isinstance(generator, torch.Tensor):  # row seeds: inverse CDF
+        cdf = logp.exp().cumsum(-1)
+        u = generator[:, step, None].to(logits.device) * cdf[:, -1:]
+        nxt = torch.searchsorted(cdf, u, right=True).squeeze(-1).clamp(max=logits.shape[-1] - 1)
+    else:
+        nxt = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+    return nxt, logp
 
 
 def _row_uniforms(seeds: list[int], n: int) -> Any:

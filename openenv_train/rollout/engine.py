@@ -103,16 +103,19 @@ class RolloutEngine(EpisodeRunner):
     # -- one attempt of one episode ------------------------------------------------------------
 
     async def _episode(self, attempt: Attempt) -> EpisodeRecord:
-        session = await self.pool.acquire(frozenset(attempt.avoid))
-        try:
-            record = await self._bounded(self._play(session, attempt), attempt.row)
-        except InfrastructureError as exc:
-            attempt.avoid.add(session.url)
-            await self.pool.discard(session, server_failed=isinstance(exc, ConnectionLostError))
-            raise
-        except BaseException:
-            await self.pool.discard(session)
-            raise
+        # counted while its session connects too: the first turn's batch waits (up to
+        # max_wait_s) for episodes still connecting instead of flushing without them
+        with self._waits_on_model():
+            session = await self.pool.acquire(frozenset(attempt.avoid))
+            try:
+                record = await self._bounded(self._play(session, attempt), attempt.row)
+            except InfrastructureError as exc:
+                attempt.avoid.add(session.url)
+                await self.pool.discard(session, server_failed=isinstance(exc, ConnectionLostError))
+                raise
+            except BaseException:
+                await self.pool.discard(session)
+                raise
         self.pool.release(session)
         record.metrics["attempts"] = attempt.attempt + 1
         return record

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import gc
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 from ..policy.base import Policy
@@ -108,19 +109,25 @@ class EpisodeRunner(ABC):
     async def _episode(self, attempt: Attempt) -> EpisodeRecord:
         """One attempt of one row; infrastructure errors propagate (``run_groups`` retries)."""
 
-    async def _bounded(self, play: Awaitable[T], row: int) -> T:
-        """``play`` within ``episode_timeout_s``, counted by the batcher as able to wait on the model."""
+    @contextmanager
+    def _waits_on_model(self) -> Iterator[None]:
+        """Counts an episode the batcher's flush waits for (until ``max_wait_s``) while it runs."""
         if self.batcher is not None:
             self.batcher.register()
+        try:
+            yield
+        finally:
+            if self.batcher is not None:
+                self.batcher.unregister()
+
+    async def _bounded(self, play: Awaitable[T], row: int) -> T:
+        """``play`` within ``episode_timeout_s``."""
         try:
             return await within(play, self.config.episode_timeout_s)
         except asyncio.TimeoutError as exc:
             raise EpisodeTimeoutError(
                 f"episode (row {row}) ran past episode_timeout_s={self.config.episode_timeout_s}"
             ) from exc
-        finally:
-            if self.batcher is not None:
-                self.batcher.unregister()
 
 
 def summarize(records: Sequence[EpisodeRecord]) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -110,6 +111,34 @@ def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, ch
         assert (
             rendered + "\n" == expected
         )  # the template's newline after the final EOS is not generated
+
+
+def test_a_session_still_opening_joins_the_first_batch(echo_url, chat_tokenizer):
+    """One session opens 0.5 s after the others: the first turn waits for it (max_wait_s allows)
+    instead of flushing three prompts and then one."""
+    policy = ScriptedPolicy(chat_tokenizer, lambda t: "done" if "<|im_start|>tool" in t else CALL)
+    opened = []
+
+    async def factory(prompt):
+        opened.append(prompt)
+        if len(opened) == 4:
+            await asyncio.sleep(0.5)
+        return await echo_factory(echo_url)(prompt)
+
+    func = make_harness_rollout_func(
+        session_factory=factory,
+        harness_adapter=MCPHarnessAdapter(),
+        policy=policy,
+        config=RolloutConfig(max_turns=4, max_new_tokens=128, max_wait_s=60.0),
+        group_size=2,
+    )
+    try:
+        out = func(["call the echo tool"] * 4, None)
+    finally:
+        func.close()
+    assert out["env_reward"] == [pytest.approx(1.1)] * 4
+    assert func.last_batch.metrics["policy_calls"] == 2  # one call per turn, all four sessions
+    assert func.last_batch.metrics["mean_batch_size"] == 4
 
 
 def test_tool_errors_are_fed_back_and_limits_stop_the_loop(echo_url, chat_tokenizer):

@@ -34,7 +34,7 @@ def active(s) -> int:
 
 
 async def test_idle_session_is_reaped_and_socket_closed(serve_app):
-    s = serve_app(app_for(session_timeout=0.3))
+    s = serve_app(app_for(session_timeout=1.5))  # room to count it as active before it is reaped
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         assert active(s) == 1
