@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from ..core.tool_schema import tools_to_openai
+
 SYSTEM = (
     "You are an agent with tools. Call a tool with "
     '<tool_call>{"name": ..., "arguments": {...}}</tool_call>; answer in plain text when done.'
@@ -27,27 +29,13 @@ def emit(kind: str, **data: Any) -> None:
     sys.stdout.flush()
 
 
-def openai_tools(tools: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": t.name,
-                "description": t.description or "",
-                "parameters": t.inputSchema,
-            },
-        }
-        for t in tools
-    ]
-
-
 async def run_turn(llm: Any, mcp: Any, messages: list[dict[str, Any]], tools: list[Any]) -> None:
     """One turn: model calls and tool calls until the model answers without a tool call."""
     import openai
 
     max_steps = int(os.environ.get("REACT_MAX_STEPS", "6"))
     max_tokens = int(os.environ.get("REACT_MAX_TOKENS", "128"))
-    spec = openai_tools(tools) or None
+    spec = tools_to_openai(tools) or None
     for _ in range(max_steps):
         try:
             reply = await llm.chat.completions.create(

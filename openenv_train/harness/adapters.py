@@ -17,10 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.tool_schema import tools_to_openai
 from ..policy.base import Generation, SamplingSettings
 from ..rollout.episode import Reply, RolloutConfig, play_episode
 from ..rollout.tokens import TokenCodec
-from .session import Message, ResourceSession, ToolResult, to_text, tool_to_json
+from .session import Message, ResourceSession, ToolResult, to_text
 
 
 @dataclass
@@ -129,7 +130,7 @@ class MCPHarnessAdapter(HarnessAdapter):
         self, model_step: ModelStep, session: ResourceSession, config: RolloutConfig
     ) -> HarnessRolloutResult:
         messages = list(await session.initial_messages())
-        tool_specs = [tool_to_json(t) for t in await session.list_tools()] or None
+        tool_specs = tools_to_openai(await session.list_tools()) or None
         out = HarnessRolloutResult()
         total = {"calls": 0}
 

@@ -50,18 +50,6 @@ class VerifyResult:
     artifacts: dict[str, Any] = field(default_factory=dict)
 
 
-def tool_to_json(tool: Tool) -> dict[str, Any]:
-    """A tool in the function-calling shape chat templates expect."""
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.input_schema,
-        },
-    }
-
-
 def to_text(value: Any) -> str:
     """Tool data as message text: strings as they are, anything else as stable JSON."""
     if value is None:
