@@ -43,6 +43,23 @@ def echo_factory(url, verifier=None):
     return factory
 
 
+def call_then_done(tok):
+    """Calls the echo tool, then answers "done" once the tool's reply is in the context."""
+    return ScriptedPolicy(tok, lambda text: "done" if "<|im_start|>tool" in text else CALL)
+
+
+def echo_tool_rollout(factory, policy):
+    """Groups of 2, up to 4 turns; a batch flushes only when every session waits on the model
+    (max_wait_s=60), so the batches are deterministic."""
+    return make_harness_rollout_func(
+        session_factory=factory,
+        harness_adapter=MCPHarnessAdapter(),
+        policy=policy,
+        config=RolloutConfig(max_turns=4, max_new_tokens=128, max_wait_s=60.0),
+        group_size=2,
+    )
+
+
 def segments(ids, mask):
     runs, start = [], 0
     for i in range(1, len(mask) + 1):
@@ -54,15 +71,8 @@ def segments(ids, mask):
 
 def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, chat_tokenizer):
     tok = chat_tokenizer
-    policy = ScriptedPolicy(tok, lambda text: "done" if "<|im_start|>tool" in text else CALL)
-    func = make_harness_rollout_func(
-        session_factory=echo_factory(echo_url),
-        harness_adapter=MCPHarnessAdapter(),
-        policy=policy,
-        # flush only when every session waits on the model (deterministic batches)
-        config=RolloutConfig(max_turns=4, max_new_tokens=128, max_wait_s=60.0),
-        group_size=2,
-    )
+    policy = call_then_done(tok)
+    func = echo_tool_rollout(echo_factory(echo_url), policy)
     try:
         out = func(["call the echo tool"] * 4, None)
         first = func.last_batch
@@ -116,7 +126,6 @@ def test_echo_tool_calls_are_executed_and_appended_as_tool_messages(echo_url, ch
 def test_a_session_still_opening_joins_the_first_batch(echo_url, chat_tokenizer):
     """One session opens 0.5 s after the others: the first turn waits for it (max_wait_s allows)
     instead of flushing three prompts and then one."""
-    policy = ScriptedPolicy(chat_tokenizer, lambda t: "done" if "<|im_start|>tool" in t else CALL)
     opened = []
 
     async def factory(prompt):
@@ -125,13 +134,7 @@ def test_a_session_still_opening_joins_the_first_batch(echo_url, chat_tokenizer)
             await asyncio.sleep(0.5)
         return await echo_factory(echo_url)(prompt)
 
-    func = make_harness_rollout_func(
-        session_factory=factory,
-        harness_adapter=MCPHarnessAdapter(),
-        policy=policy,
-        config=RolloutConfig(max_turns=4, max_new_tokens=128, max_wait_s=60.0),
-        group_size=2,
-    )
+    func = echo_tool_rollout(factory, call_then_done(chat_tokenizer))
     try:
         out = func(["call the echo tool"] * 4, None)
     finally:
