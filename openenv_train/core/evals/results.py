@@ -8,7 +8,7 @@ parameter past the record.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,7 +47,7 @@ def installed_versions(*distributions: str) -> dict[str, str]:
     out = {}
     for name in distributions:
         try:
-            out[name] = version(name)
-        except PackageNotFoundError:
+            out[name] = metadata.version(name)  # looked up at call time: tests may patch it
+        except metadata.PackageNotFoundError:
             continue
     return out
