@@ -19,20 +19,28 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ..policy.base import Policy, SamplingSettings
+from ..harness.adapters import parse_tool_calls
+from ..policy.base import Generation, Policy, SamplingSettings
+from ..policy.openai_wire import (
+    ChatRequest,
+    CompletionRequest,
+    OpenAIRequestError,
+    assistant_message,
+    chat_response,
+    completion_choice,
+    completion_response,
+    finish_reason,
+    message_key,
+    model_list,
+    parse_request,
+    plain_message,
+    stream_chunks,
+    usage,
+)
 from ..rollout.batcher import GenerationBatcher
-from ..rollout.openai_wire import ChatRequest, CompletionRequest, OpenAIRequestError, parse_request
 from ..rollout.tokens import TokenCodec
 from .capture import CaptureTrace
 from .loop_server import LoopServer
-from .openai_format import (
-    assistant_message,
-    chat_response,
-    completion_response,
-    message_key,
-    plain_message,
-    stream_chunks,
-)
 
 log = logging.getLogger("openenv_train.agents.proxy")
 
@@ -147,10 +155,7 @@ class CaptureProxy:
 
         @app.get("/e/{episode_id}/v1/models")
         async def models(episode_id: str) -> dict[str, Any]:
-            return {
-                "object": "list",
-                "data": [{"id": "policy", "object": "model", "owned_by": "openenv-train"}],
-            }
+            return model_list("policy")
 
         return app
 
@@ -163,18 +168,15 @@ class CaptureProxy:
                     status=404,
                     kind="not_found_error",
                 )
-            try:
-                body = json.loads(await request.body())
-            except ValueError as exc:
-                raise OpenAIRequestError(f"the request body is not JSON: {exc}") from None
+            body = await request.body()
             async with ep.lock:  # one call at a time per episode keeps the token chain exact
-                response, stream, usage = await handler(ep, body)
+                req, response = await handler(ep, body)
         except OpenAIRequestError as exc:
             if ep is not None:
                 ep.trace.request_errors += 1
             return JSONResponse(exc.body(), status_code=exc.status)
-        if stream:
-            chunks = stream_chunks(response, usage)
+        if req.stream:
+            chunks = stream_chunks(response, req.include_usage)
             return StreamingResponse(iter(chunks), media_type="text/event-stream")
         return JSONResponse(response)
 
@@ -183,7 +185,7 @@ class CaptureProxy:
         sampling = req.sampling(limit=self.max_new_tokens, temperature=self.temperature)
         return replace(sampling, seed=None)
 
-    async def _generate(self, prompt_ids: list[int], sampling: SamplingSettings) -> Any:
+    async def _generate(self, prompt_ids: list[int], sampling: SamplingSettings) -> Generation:
         if len(prompt_ids) > self.max_prompt_tokens:
             raise OpenAIRequestError(
                 f"the prompt has {len(prompt_ids)} tokens, over max_prompt_tokens="
@@ -198,7 +200,7 @@ class CaptureProxy:
                 f"the policy failed: {type(exc).__name__}: {exc}", status=500
             ) from exc
 
-    async def _chat(self, ep: ProxyEpisode, body: Any) -> tuple[dict[str, Any], bool, bool]:
+    async def _chat(self, ep: ProxyEpisode, body: bytes) -> tuple[ChatRequest, dict[str, Any]]:
         req: ChatRequest = parse_request(ChatRequest, body)
         keys = [message_key(m) for m in req.messages]
         messages = [plain_message(m) for m in req.messages]
@@ -218,27 +220,23 @@ class CaptureProxy:
                 ]
             prompt_ids = self.codec.prompt_ids(messages, tools=req.tools)
         gen = await self._generate(prompt_ids, self._sampling(req))
-        message, has_calls = assistant_message(
-            gen.text, f"call_{ep.episode_id}_{len(ep.trace.calls)}"
-        )
-        finish = (
-            "tool_calls" if has_calls else ("length" if gen.finish_reason == "length" else "stop")
-        )
+        message = _hermes_reply(gen.text, f"call_{ep.episode_id}_{len(ep.trace.calls)}")
+        finish = finish_reason(gen.finish_reason, tool_calls="tool_calls" in message)
         request = {"messages": len(req.messages), "tools": len(req.tools or [])}
         _record(ep, "chat.completions", prompt_ids, gen, finish, env_ids, request, message)
         ep.prev_keys = [*keys, message_key(message)]
         response = chat_response(
-            req,
+            req.model,
             message,
             finish,
-            len(prompt_ids),
-            gen.token_ids,
-            gen.logprobs,
-            self.policy.tokenizer,
+            usage(len(prompt_ids), len(gen.token_ids)),
+            **self._logprobs(gen, req.logprobs),
         )
-        return response, req.stream, bool((req.stream_options or {}).get("include_usage"))
+        return req, response
 
-    async def _complete(self, ep: ProxyEpisode, body: Any) -> tuple[dict[str, Any], bool, bool]:
+    async def _complete(
+        self, ep: ProxyEpisode, body: bytes
+    ) -> tuple[CompletionRequest, dict[str, Any]]:
         req: CompletionRequest = parse_request(CompletionRequest, body)
         prompt = req.text_prompt()
         env_ids = None
@@ -248,27 +246,40 @@ class CaptureProxy:
         else:
             prompt_ids = self.codec.encode_text(prompt)
         gen = await self._generate(prompt_ids, self._sampling(req))
-        finish = "length" if gen.finish_reason == "length" else "stop"
+        finish = finish_reason(gen.finish_reason)
         request = {"prompt_chars": len(prompt)}
         _record(ep, "completions", prompt_ids, gen, finish, env_ids, request, {"text": gen.text})
         ep.prev_text = prompt + gen.text
-        response = completion_response(
-            req,
-            gen.text,
-            finish,
-            len(prompt_ids),
-            gen.token_ids,
-            gen.logprobs,
-            self.policy.tokenizer,
+        choice = completion_choice(
+            0, gen.text, finish, **self._logprobs(gen, req.logprobs is not None)
         )
-        return response, req.stream, bool((req.stream_options or {}).get("include_usage"))
+        response = completion_response(
+            req.model, [choice], usage(len(prompt_ids), len(gen.token_ids))
+        )
+        return req, response
+
+    def _logprobs(self, gen: Generation, wanted: bool) -> dict[str, Any]:
+        """The reply's logprobs with each sampled token's text, when the request asked."""
+        if not wanted:
+            return {}
+        tokens = [self.policy.tokenizer.decode([t]) for t in gen.token_ids]
+        return {"logprobs": gen.logprobs, "tokens": tokens}
+
+
+def _hermes_reply(text: str, call_prefix: str) -> dict[str, Any]:
+    """The assistant message for generated text: Hermes ``<tool_call>``s become ``tool_calls``."""
+    calls = [c for c in parse_tool_calls(text) if c.error is None] if "<tool_call>" in text else []
+    if not calls:
+        return assistant_message(text)
+    content = text.split("<tool_call>", 1)[0].strip()
+    return assistant_message(content, [(c.name, c.arguments) for c in calls], call_prefix)
 
 
 def _record(
     ep: ProxyEpisode,
     endpoint: str,
     prompt_ids: list[int],
-    gen: Any,
+    gen: Generation,
     finish: str,
     env_ids: list[int] | None,
     request: dict[str, Any],

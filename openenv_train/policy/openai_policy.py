@@ -2,7 +2,8 @@
 
 One HTTP request per batch: the prompts go as token-id lists, and the request asks for
 ``"logprobs": 1, "return_token_ids": true`` so the reply carries each choice's sampled
-``token_ids`` and ``logprobs.token_logprobs`` (vLLM's extensions to the OpenAI API).
+``token_ids`` and ``logprobs.token_logprobs`` (vLLM's extensions to the OpenAI API). The body and
+the reply's checks are the one wire format (``openai_wire``) our own servers speak too.
 Which logprobs a server reports is its own setting: vLLM's default ``raw_logprobs`` is the
 model's distribution before temperature/top-k/top-p; start it with
 ``--logprobs-mode processed_logprobs`` to get the sampling distribution.
@@ -15,6 +16,7 @@ from typing import Any
 from ..core.errors import InfrastructureError, RequestTimeoutError
 from ._common import make_generation, stop_ids, validate_request
 from .base import Generation, Policy, SamplingSettings
+from .openai_wire import completion_body, read_completion_choices
 
 
 class OpenAICompatiblePolicy(Policy):
@@ -51,25 +53,7 @@ class OpenAICompatiblePolicy(Policy):
 
     def request_body(self, prompts: list[list[int]], sampling: SamplingSettings) -> dict[str, Any]:
         """The JSON body sent for one batch (public so tests and users can inspect it)."""
-        body: dict[str, Any] = {
-            "model": self.model,
-            "prompt": [list(p) for p in prompts],
-            "max_tokens": sampling.max_new_tokens,
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "n": 1,
-            "logprobs": 1,
-            "return_token_ids": True,
-            "echo": False,
-        }
-        if sampling.top_k > 0:
-            body["top_k"] = sampling.top_k
-        if sampling.stop_token_ids:
-            body["stop_token_ids"] = list(sampling.stop_token_ids)
-        if sampling.seed is not None and len(prompts) == 1:
-            body["seed"] = sampling.seed
-        body.update(self.extra_body)
-        return body
+        return {**completion_body(self.model, prompts, sampling), **self.extra_body}
 
     async def generate(
         self, prompts: list[list[int]], sampling: SamplingSettings
@@ -105,44 +89,19 @@ class OpenAICompatiblePolicy(Policy):
         self, payload: dict[str, Any], n_prompts: int, sampling: SamplingSettings
     ) -> list[Generation]:
         """Turn a completions reply into Generations, checking it holds what we asked for."""
-        choices = payload.get("choices")
-        if not isinstance(choices, list) or len(choices) != n_prompts:
-            got = len(choices) if isinstance(choices, list) else type(choices).__name__
-            raise InfrastructureError(f"completions reply: expected {n_prompts} choices, got {got}")
         stops = stop_ids(self.tokenizer, sampling)
-        out: list[Generation | None] = [None] * n_prompts
-        for position, choice in enumerate(choices):
-            index = int(choice.get("index", position))
-            ids = choice.get("token_ids")
-            if ids is None:
-                raise InfrastructureError(
-                    "completions reply: choice has no token_ids; the server must support "
-                    '"return_token_ids": true (vLLM >= 0.10.2)'
-                )
-            logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
-            if logprobs is None or len(logprobs) != len(ids):
-                raise InfrastructureError(
-                    f"completions reply: choice {index} has {len(ids)} token ids but logprobs "
-                    f"{'missing' if logprobs is None else len(logprobs)}"
-                )
-            if not 0 <= index < n_prompts or out[index] is not None:
-                raise InfrastructureError(
-                    f"completions reply: bad or duplicate choice index {index}"
-                )
-            logprobs = [float("-inf") if x is None else x for x in logprobs]
-            out[index] = make_generation(
-                ids,
-                logprobs,
+        return [
+            make_generation(
+                c.token_ids,
+                c.logprobs,
                 self.tokenizer,
                 stops,
-                finish_reason=choice.get("finish_reason"),
-                text=None if self.tokenizer is not None else choice.get("text"),
-                extra={
-                    "prompt_token_ids": choice.get("prompt_token_ids"),
-                    "server_text": choice.get("text"),
-                },
+                finish_reason=c.finish_reason,
+                text=None if self.tokenizer is not None else c.text,
+                extra={"prompt_token_ids": c.prompt_token_ids, "server_text": c.text},
             )
-        return [g for g in out if g is not None]
+            for c in read_completion_choices(payload, n_prompts)
+        ]
 
     async def aclose(self) -> None:
         await self._client.aclose()

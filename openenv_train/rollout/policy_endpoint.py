@@ -4,16 +4,15 @@ Rollout workers on other processes or nodes reach the trainer's policy on the dr
 with ``OpenAICompatiblePolicy``: the same request/reply subset vLLM speaks (``prompt`` as id
 lists, ``logprobs``, ``return_token_ids``, ``stop_token_ids``). Requests from all workers go
 through one ``GenerationBatcher``, so prompts from different workers that arrive together share a
-model call. Requests are the one OpenAI model (``openai_wire``) the agents' capture proxy also
-speaks; refusals come in OpenAI's error shape. It binds 127.0.0.1 by default; anything else needs ``token`` (clients send it as
-``Authorization: Bearer``).
+model call. Requests and replies are the one OpenAI wire format (``policy.openai_wire``) the
+client and the agents' capture proxy also speak; refusals come in OpenAI's error shape. It binds
+127.0.0.1 by default; anything else needs ``token`` (clients send it as ``Authorization: Bearer``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import socket
 import threading
 from typing import Any
@@ -22,8 +21,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from ..policy.base import Policy
+from ..policy.openai_wire import (
+    CompletionRequest,
+    OpenAIRequestError,
+    completion_choice,
+    completion_response,
+    model_list,
+    parse_request,
+    usage,
+)
 from .batcher import GenerationBatcher
-from .openai_wire import CompletionRequest, OpenAIRequestError, parse_request
 
 
 def _completions_app(
@@ -35,6 +42,10 @@ def _completions_app(
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return model_list(model)
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> JSONResponse:
@@ -50,11 +61,7 @@ def _completions_app(
                 raise OpenAIRequestError(
                     "missing or wrong bearer token", status=401, kind="authentication_error"
                 )
-        try:
-            body = json.loads(await request.body())
-        except ValueError as exc:
-            raise OpenAIRequestError(f"the request body is not JSON: {exc}") from None
-        req: CompletionRequest = parse_request(CompletionRequest, body)
+        req: CompletionRequest = parse_request(CompletionRequest, await request.body())
         if req.model != model:
             raise OpenAIRequestError(
                 f"model {req.model!r} not found; this endpoint serves {model!r}",
@@ -77,16 +84,17 @@ def _completions_app(
             for _ in prompts:
                 batcher.unregister()
         choices = [
-            {
-                "index": i,
-                "text": g.text,
-                "finish_reason": g.finish_reason,
-                "token_ids": g.token_ids if req.return_token_ids else None,
-                "logprobs": {"token_logprobs": g.logprobs} if req.logprobs is not None else None,
-            }
+            completion_choice(
+                i,
+                g.text,
+                g.finish_reason,
+                logprobs=g.logprobs if req.logprobs is not None else None,
+                token_ids=g.token_ids if req.return_token_ids else None,
+            )
             for i, g in enumerate(gens)
         ]
-        return {"object": "text_completion", "model": model, "choices": choices}
+        used = usage(sum(map(len, prompts)), sum(len(g.token_ids) for g in gens))
+        return completion_response(model, choices, used)
 
     return app
 

@@ -1,7 +1,9 @@
 """A small real OpenAI-compatible ``/v1/completions`` server over TransformersPolicy, for tests.
 
-It speaks the subset vLLM documents for token-id prompts: ``prompt`` as a list of id lists,
-``logprobs``, ``return_token_ids``, ``stop_token_ids``, ``top_k``, ``seed``.
+It speaks the subset vLLM documents for token-id prompts (``prompt`` as a list of id lists,
+``logprobs``, ``return_token_ids``, ``stop_token_ids``, ``top_k``, ``seed``) in the one wire
+format (``policy.openai_wire``), with no batcher in between, and answers its choices reversed so
+the client must match them back by ``index``.
 """
 
 from __future__ import annotations
@@ -12,25 +14,17 @@ import time
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel
+from fastapi import FastAPI, HTTPException, Request
 
-from openenv_train.policy import SamplingSettings, TransformersPolicy
-
-
-class CompletionRequest(BaseModel):
-    model: str
-    prompt: list[list[int]]
-    max_tokens: int = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    n: int = 1
-    logprobs: int | None = None
-    return_token_ids: bool = False
-    echo: bool = False
-    stop_token_ids: list[int] = []
-    seed: int | None = None
+from openenv_train.policy import TransformersPolicy
+from openenv_train.policy.openai_wire import (
+    CompletionRequest,
+    OpenAIRequestError,
+    completion_choice,
+    completion_response,
+    parse_request,
+    usage,
+)
 
 
 def build_app(policy: TransformersPolicy, served_name: str) -> FastAPI:
@@ -38,30 +32,33 @@ def build_app(policy: TransformersPolicy, served_name: str) -> FastAPI:
     app.state.requests = []
 
     @app.post("/v1/completions")
-    async def completions(req: CompletionRequest) -> dict[str, Any]:
-        app.state.requests.append(req.model_dump())
+    async def completions(request: Request) -> dict[str, Any]:
+        try:
+            req: CompletionRequest = parse_request(CompletionRequest, await request.body())
+        except OpenAIRequestError as exc:
+            raise HTTPException(exc.status, exc.message) from exc
+        app.state.requests.append(req.model_dump(exclude_unset=True))
         if req.model != served_name:
             raise HTTPException(404, f"model {req.model!r} not found")
-        sampling = SamplingSettings(
-            max_new_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
-            top_k=req.top_k, stop_token_ids=tuple(req.stop_token_ids), seed=req.seed,
-        )  # fmt: skip
+        prompts = req.token_prompts()
         try:
-            gens = await policy.generate(req.prompt, sampling)
+            gens = await policy.generate(prompts, req.sampling())
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from exc
+        ids = req.return_token_ids
         choices = [
-            {
-                "index": i,
-                "text": g.text,
-                "finish_reason": g.finish_reason,
-                "token_ids": g.token_ids if req.return_token_ids else None,
-                "prompt_token_ids": req.prompt[i] if req.return_token_ids else None,
-                "logprobs": {"token_logprobs": g.logprobs} if req.logprobs is not None else None,
-            }
+            completion_choice(
+                i,
+                g.text,
+                g.finish_reason,
+                logprobs=g.logprobs if req.logprobs is not None else None,
+                token_ids=g.token_ids if ids else None,
+                prompt_token_ids=prompts[i] if ids else None,
+            )
             for i, g in enumerate(gens)
         ]
-        return {"object": "text_completion", "model": served_name, "choices": choices[::-1]}
+        used = usage(sum(map(len, prompts)), sum(len(g.token_ids) for g in gens))
+        return completion_response(served_name, choices[::-1], used)  # matched back by index
 
     return app
 
