@@ -2,24 +2,28 @@
 
 Each connection gets its own session (its own env instance) for its lifetime; every text frame
 is one JSON-RPC request answered by the same ``McpHandler`` as ``POST /mcp``, so tools are
-called directly (no step). The session ends when the socket closes.
+called directly (no step). The session ends when the socket closes. Frames pass the same
+``FrameCheck`` as ``/ws`` (size, rate, session state) on the same receive path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
 
 from starlette.types import Receive, Scope, Send
 
 from ..core.mcp import JsonRpcCode
 from ..core.wire import dumps
 from .encoding import JSONDecodeError, loads
+from .frame_check import FrameCheck
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
-from .sessions import FactoryError, SessionManager, SessionRefused
+from .sessions import FactoryError, Session, SessionManager, SessionRefused
+from .ws_receive import DISCONNECT_ERRORS, receive_frames, send_and_close
 
 SESSION_KIND = "mcp-ws"
-_GONE = (OSError, RuntimeError, ConnectionError)
+#: What a request on a session closed under its socket (the idle reaper) gets; then it closes.
+SESSION_GONE = "Session was closed (idle timeout); reconnect"
 
 
 class McpWebSocket:
@@ -36,56 +40,41 @@ class McpWebSocket:
             return
         await send({"type": "websocket.accept"})
         client = scope.get("client")
+        host = client[0] if client else None
         try:
-            session = await self.manager.create(SESSION_KIND, client[0] if client else None)
+            session = await self.manager.create(SESSION_KIND, host)
         except SessionRefused as exc:
-            await _close_with(
-                send, rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), None, exc.rpc_data())
-            )
+            reply = rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), None, exc.rpc_data())
+            await send_and_close(send, dumps(reply))
             return
         except FactoryError as exc:
             data = {"factory_name": exc.factory_name}
-            await _close_with(send, rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), None, data))
+            reply = rpc_error(JsonRpcCode.SERVER_ERROR, str(exc), None, data)
+            await send_and_close(send, dumps(reply))
             return
+        gone = dumps(rpc_error(JsonRpcCode.SERVER_ERROR, SESSION_GONE))
+        check = FrameCheck(self.limits, session, gone)
         try:
-            while True:
-                message = await receive()
-                if message["type"] == "websocket.disconnect":
-                    return
-                text = message.get("text") or message.get("bytes")
-                if text is None:
-                    continue
-                if len(text) > self.limits.max_frame_bytes:
-                    await send(
-                        {"type": "websocket.close", "code": 1009, "reason": "message too big"}
-                    )
-                    return
-                reply = await self._answer(text, session, client)
-                await send({"type": "websocket.send", "text": dumps(reply)})
-        except _GONE:
+            await receive_frames(
+                receive, send, check, functools.partial(self._answer, session, host)
+            )
+        except DISCONNECT_ERRORS:
             pass  # the client vanished mid-send; the session is freed below
         finally:
             await self.manager.destroy(session)
 
-    async def _answer(self, text: str | bytes, session: Any, client: Any) -> dict[str, Any]:
+    async def _answer(self, session: Session, host: str | None, text: str | bytes) -> str | None:
+        if not text:
+            return None  # an empty frame is skipped, never answered (as it always was)
         try:
             req = loads(text)
         except JSONDecodeError:
-            return rpc_error(JsonRpcCode.PARSE_ERROR)
+            return dumps(rpc_error(JsonRpcCode.PARSE_ERROR))
         session.enter()
         try:
             async with session.lock:
-                return await self.handler.handle(
-                    req, ws_session=session, client=client[0] if client else None
-                )
+                reply = await self.handler.handle(req, ws_session=session, client=host)
         finally:
             session.busy -= 1
             session.touch()
-
-
-async def _close_with(send: Send, reply: dict[str, Any]) -> None:
-    try:
-        await send({"type": "websocket.send", "text": dumps(reply)})
-        await send({"type": "websocket.close", "code": 1000, "reason": ""})
-    except _GONE:
-        pass
+        return dumps(reply)

@@ -8,6 +8,7 @@ frame is answered with an error frame and the session stays usable.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,13 +26,14 @@ from ..core.wire import (
     state_frame_json,
 )
 from .encoding import JSONDecodeError, bounded_text, describe_errors, errors_list, loads
+from .frame_check import CLOSE, FrameCheck
 from .guard import MAX_JSON_DEPTH, json_depth_exceeds
 from .jsonrpc import McpHandler
-from .limits import Limits, RateLimiter
+from .limits import Limits
 from .lograte import LimitedWarning
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
 from .ws_batch import BATCH_SUBPROTOCOL, BatchConnection
-from .ws_push import CLOSE_1009, DISCONNECTED, SESSION_GONE, FramePump, pump_protocol
+from .ws_receive import DISCONNECT_ERRORS, receive_frames, send_and_close
 
 log = logging.getLogger("openenv_train.server")
 _ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every frame
@@ -40,7 +42,9 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-_CLOSE = object()
+#: The error a frame on a session closed under its socket gets (then the socket closes).
+SESSION_GONE = "Session was closed (idle timeout or openenv/session/close); reconnect"
+_GONE_FRAME = error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE)
 _FRAME_KEYS = {
     "reset": frozenset({"type", "data"}),
     "step": frozenset({"type", "data"}),
@@ -48,7 +52,6 @@ _FRAME_KEYS = {
     "close": frozenset({"type", "data"}),
     "mcp": frozenset({"type", "data"}),
 }
-_DISCONNECT_ERRORS = (OSError, RuntimeError, ConnectionError)
 
 
 def _validation_frame(message: str, errors: list[dict[str, Any]]) -> str:
@@ -59,7 +62,7 @@ class WebSocketEndpoint:
     """ASGI callable for ``/ws``; owns nothing but references to the app's shared parts."""
 
     #: what ``handle`` returns for a ``close`` frame (no reply; the session ends)
-    CLOSE = _CLOSE
+    CLOSE = CLOSE
 
     def __init__(
         self,
@@ -104,27 +107,29 @@ class WebSocketEndpoint:
                 client = scope.get("client")
                 session = await self.manager.create("ws", client[0] if client else None)
         except SessionRefused as exc:
-            await _send_and_close(send, error_frame_json(exc.code, str(exc), **exc.data))
+            await send_and_close(send, error_frame_json(exc.code, str(exc), **exc.data))
             return
         except FactoryError as exc:
-            await _send_and_close(
+            await send_and_close(
                 send,
                 error_frame_json(ErrorCode.FACTORY_ERROR, str(exc), factory_name=exc.factory_name),
             )
             return
         except Exception as exc:
-            await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
+            await send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
             return
 
         scope["headers"] = ()  # read by the gate and the handshake only: don't hold them
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
-            proto = pump_protocol(receive, send)
-            if proto is not None:
-                await self._pumped(session, proto, send)
-            else:
-                await self._serve(session, receive, send)
-        except _DISCONNECT_ERRORS:
+            check = FrameCheck(self.limits, session, _GONE_FRAME)
+            if (
+                await receive_frames(receive, send, check, functools.partial(self.frame, session))
+                is CLOSE
+            ):
+                await self.manager.destroy(session)
+                await send({"type": "websocket.close", "code": 1000, "reason": ""})
+        except DISCONNECT_ERRORS:
             pass  # the client vanished mid-send; the session is freed below
         finally:
             session.on_expire = None
@@ -135,49 +140,8 @@ class WebSocketEndpoint:
             else:
                 await self.manager.destroy(session)
 
-    async def _pumped(self, session: Session, proto: Any, send: Send) -> None:
-        """``_serve``'s job when the protocol pushes frames to us (see ``ws_push``)."""
-        outcome = await FramePump(self, session, proto, send).run()
-        if outcome is _CLOSE:
-            await self.manager.destroy(session)
-            await send({"type": "websocket.close", "code": 1000, "reason": ""})
-        elif outcome is CLOSE_1009:
-            await send({"type": "websocket.close", "code": 1009, "reason": "message too big"})
-        elif outcome is not DISCONNECTED:
-            await _send_and_close(send, outcome)  # the session was closed under us
-
-    async def _serve(self, session: Session, receive: Receive, send: Send) -> None:
-        frame = self.frame
-        limiter = RateLimiter(self.limits.max_messages_per_s)
-        max_frame = self.limits.max_frame_bytes
-        while True:
-            message = await receive()
-            text = message.get("text")
-            if text is None:
-                if message["type"] == "websocket.disconnect":
-                    return
-                raw = message.get("bytes")
-                if raw is None:
-                    continue
-                text = raw
-            if len(text) > max_frame:  # a server without our protocol class let it through
-                await send({"type": "websocket.close", "code": 1009, "reason": "message too big"})
-                return
-            wait = limiter.delay()
-            if wait:
-                await asyncio.sleep(wait)  # a flooding client is slowed down, not served faster
-            if session.closed or session.pending_close:
-                await _send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
-                return
-            reply = await frame(session, text)
-            if reply is _CLOSE:
-                await self.manager.destroy(session)
-                await send({"type": "websocket.close", "code": 1000, "reason": ""})
-                return
-            await send({"type": "websocket.send", "text": reply})
-
     async def frame(self, session: Session, text: str | bytes) -> Any:
-        """Handle one request frame and return the reply text (or ``_CLOSE``)."""
+        """Handle one request frame and return the reply text (or ``CLOSE``)."""
         try:
             msg = loads(text)
         except JSONDecodeError as exc:
@@ -224,7 +188,7 @@ class WebSocketEndpoint:
                 if kind == "mcp":
                     reply = await self.mcp.handle(msg.get("data"), ws_session=session, direct=False)
                     return '{"type":"mcp","data":' + dumps(reply) + "}"
-                return _CLOSE
+                return CLOSE
             finally:
                 lock.release()
         except Exception as exc:  # the env raised: report it, keep the session
@@ -309,21 +273,13 @@ def _query_session_id(scope: Scope) -> str | None:
     return values[0] if values else None
 
 
-async def _send_and_close(send: Send, text: str) -> None:
-    try:
-        await send({"type": "websocket.send", "text": text})
-        await send({"type": "websocket.close", "code": 1000, "reason": ""})
-    except _DISCONNECT_ERRORS:
-        pass
-
-
 async def _close_soon(send: Send, reason: str) -> None:
     """Close from outside the connection's task without waiting for the handshake."""
 
     async def close() -> None:
         try:
             await send({"type": "websocket.close", "code": 1000, "reason": reason})
-        except _DISCONNECT_ERRORS:
+        except DISCONNECT_ERRORS:
             pass
 
     task = asyncio.get_running_loop().create_task(close())

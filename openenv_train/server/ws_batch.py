@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ErrorCode
 from ..core.wire import error_frame_json
 from .encoding import JSONDecodeError, bounded_text, loads
+from .frame_check import CLOSE, FrameCheck, session_gone
 from .guard import MAX_JSON_DEPTH, json_depth_exceeds
-from .limits import RateLimiter
 from .sessions import FactoryError, Session, SessionRefused
+from .ws_receive import DISCONNECT_ERRORS, receive_frames
 
 if TYPE_CHECKING:
     from .ws import WebSocketEndpoint
@@ -39,7 +40,6 @@ BATCH_SUBPROTOCOL = "openenv-train.batch.v1"
 MAX_BATCH_FRAMES = 4096
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-_DISCONNECT_ERRORS = (OSError, RuntimeError, ConnectionError)
 
 
 def _batch_error(code: ErrorCode, message: str) -> str:
@@ -60,12 +60,13 @@ class BatchConnection:
         self.outbox: list[str] = []
         self.flushing = False
         self.tasks: set[asyncio.Task[None]] = set()
-        self.limiter = RateLimiter(endpoint.limits.max_messages_per_s)
+        # sessions are checked per sub-frame (``_one``): a closed one gets an error sub-frame
+        self.check = FrameCheck(endpoint.limits, too_big_reason="too big")
 
     async def serve(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         try:
-            await self._serve(receive)
-        except _DISCONNECT_ERRORS:
+            await receive_frames(receive, self.send, self.check, self._message)
+        except DISCONNECT_ERRORS:
             pass
         finally:
             for task in self.tasks:
@@ -76,34 +77,21 @@ class BatchConnection:
             for session in sessions:
                 await self.manager.destroy(session)
 
-    async def _serve(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
-        max_frame = self.endpoint.limits.max_frame_bytes
-        while True:
-            message = await receive()
-            text = message.get("text")
-            if text is None:
-                if message["type"] == "websocket.disconnect":
-                    return
-                text = message.get("bytes")
-                if text is None:
-                    continue
-            if len(text) > max_frame:
-                await self.send({"type": "websocket.close", "code": 1009, "reason": "too big"})
-                return
-            frames = self._frames(text)
-            if isinstance(frames, str):
-                await self.send({"type": "websocket.send", "text": frames})
-                continue
-            limiter, wait = self.limiter, 0.0
-            for _ in frames:  # every sub-frame spends a token; the last delay covers them all
-                wait = limiter.delay()
-            if wait:
-                await asyncio.sleep(wait)  # a flooding client is slowed down, not refused
-            loop = asyncio.get_running_loop()
-            for key, sub in frames:
-                task = loop.create_task(self._one(key, sub))
-                self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
+    async def _message(self, text: str | bytes) -> str | None:
+        """Start one batch message's sub-frames (each replies when done); or the error frame
+        that refuses the whole message."""
+        frames = self._frames(text)
+        if isinstance(frames, str):
+            return frames
+        wait = self.check.charge(len(frames) - 1)  # every sub-frame spends a token
+        if wait:
+            await asyncio.sleep(wait)  # a flooding client is slowed down, not refused
+        loop = asyncio.get_running_loop()
+        for key, sub in frames:
+            task = loop.create_task(self._one(key, sub))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        return None
 
     def _frames(self, text: str | bytes) -> list[tuple[int, dict[str, Any]]] | str:
         """The (session, frame) pairs of a batch message, or the error frame that refuses it."""
@@ -166,13 +154,13 @@ class BatchConnection:
                 )
                 return
             self.sessions[key] = session
-        if session.closed or session.pending_close:
+        if session_gone(session):
             self.sessions.pop(key, None)
             await self.manager.destroy(session)
             self._reply(key, self._gone())
             return
         reply = await self.endpoint.handle(session, sub)
-        if reply is self.endpoint.CLOSE:
+        if reply is CLOSE:
             self.sessions.pop(key, None)
             await self.manager.destroy(session)
             return
@@ -200,5 +188,5 @@ class BatchConnection:
         text = '{"type":"batch","frames":[' + ",".join(out) + "]}"
         try:
             await self.send({"type": "websocket.send", "text": text})
-        except _DISCONNECT_ERRORS:
+        except DISCONNECT_ERRORS:
             pass

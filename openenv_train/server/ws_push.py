@@ -1,45 +1,34 @@
-"""Answering ``/ws`` frames as the protocol parses them, without a task wake-up per frame.
+"""Answering WebSocket frames as the protocol parses them, without a task wake-up per frame.
 
 Why: on the ASGI path every frame is queued, a future is resolved, the connection's task is
 woken by the loop and resumed through the middleware chain, and the reply goes back through an
 ``await send``. That hop cost about as much CPU as all of our own frame handling. When the server
 runs our WebSocket protocol class and hands the app its own ``receive``/``send`` (no middleware
 wraps them), ``FramePump`` takes each message from the protocol's callback instead and runs the
-same frame handler (``WebSocketEndpoint.frame``) right there: a frame whose handling never has to
-wait (an async env, or a sync env whose calls run inline) is answered inside ``data_received``.
-A frame that must wait (a sync env in a worker thread, a slow async env, a rate-limit delay)
-continues in a task, and the frames behind it queue until it is answered: one frame at a time
-per session, in order, as on the ASGI path. Every check, limit and reply is the ASGI path's.
+connection's frame handler right there: a frame whose handling never has to wait (an async env,
+or a sync env whose calls run inline) is answered inside ``data_received``. A frame that must
+wait (a sync env in a worker thread, a slow async env, a rate-limit delay) continues in a task,
+and the frames behind it queue until it is answered: one frame at a time per connection, in
+order, as on the ASGI path. The checks (``FrameCheck``) and replies are the ASGI path's; callers
+reach both through ``ws_receive.receive_frames``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from asyncio.tasks import _enter_task, _leave_task
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core.errors import ErrorCode
-from ..core.wire import error_frame_json
-from .limits import RateLimiter
-from .sessions import Session
+from .frame_check import CLOSE, DISCONNECTED, GONE, FrameCheck
+from .task_step import first_step
 from .wsproto_fast import FastWebSocketsProtocol
-
-if TYPE_CHECKING:
-    from .ws import WebSocketEndpoint
 
 #: Messages a pump holds while a frame is in progress before it stops reading the socket
 #: (resumes at half); the same bound as the protocol's own queue.
 MAX_QUEUED = 16
 
-#: What a finished pump leaves for the connection's task to do (besides ``endpoint.CLOSE`` and
-#: an error frame to send before closing).
-CLOSE_1009 = object()
-DISCONNECTED = object()
-
-#: The error a frame on a session closed under its socket gets (then the socket closes).
-SESSION_GONE = "Session was closed (idle timeout or openenv/session/close); reconnect"
+Frame = Callable[[str | bytes], Coroutine[Any, Any, Any]]
 
 
 class _Continue:
@@ -68,17 +57,17 @@ class _Continue:
 
 
 class FramePump:
-    """One session's frames, taken from the protocol's push callback and answered in order.
+    """One connection's frames, taken from the protocol's push callback and answered in order.
 
     Frames run in one task per connection (``host``), as on the ASGI path, so code that looks
     at the current task (``asyncio.timeout``, anyio, sniffio) sees one task throughout: a frame
     started in the protocol's callback runs with ``host`` entered as the current task and in
-    its context, and if it has to wait, ``host`` carries it on from there.
+    its context (``task_step.first_step``), and if it has to wait, ``host`` carries it on.
     """
 
     __slots__ = (
-        "endpoint",
-        "session",
+        "check",
+        "frame",
         "proto",
         "send",
         "ctx",
@@ -89,20 +78,18 @@ class FramePump:
         "outcome",
         "pending",
         "attaching",
-        "limiter",
-        "max_frame",
         "paused",
     )
 
     def __init__(
         self,
-        endpoint: WebSocketEndpoint,
-        session: Session,
+        check: FrameCheck,
+        frame: Frame,
         proto: FastWebSocketsProtocol,
         send: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
-        self.endpoint = endpoint
-        self.session = session
+        self.check = check
+        self.frame = frame
         self.proto = proto
         self.send = send
         self.ctx = contextvars.copy_context()  # the host task's context
@@ -113,14 +100,12 @@ class FramePump:
         self.outcome: Any = _RUNNING
         self.pending: list[dict[str, Any]] = []
         self.attaching = False
-        self.limiter = RateLimiter(endpoint.limits.max_messages_per_s)
-        self.max_frame = endpoint.limits.max_frame_bytes
         self.paused = False
 
     async def run(self) -> Any:
-        """Take the connection's messages until it ends; return what the caller must finish
-        (``endpoint.CLOSE``, ``CLOSE_1009``, an error frame to send before closing, or
-        ``DISCONNECTED``). Cancelling this cancels the frame in progress."""
+        """Take the connection's messages until it ends; return how it ended (``CLOSE``,
+        ``TOO_BIG``, ``GONE`` or ``DISCONNECTED``). Cancelling this cancels the frame in
+        progress."""
         host = self.host = self.loop.create_task(self._host(), context=self.ctx)
         self.attaching = True  # messages queued before now wait for the host
         try:
@@ -185,42 +170,36 @@ class FramePump:
             text = message.get("bytes")
             if text is None:
                 return
-        if len(text) > self.max_frame:  # a server without our limits let it through
-            self._finish(CLOSE_1009)
+        verdict = self.check.verdict(text)
+        if verdict:
+            if type(verdict) is float:
+                self._defer(self._later(text, verdict))
+            else:
+                self._finish(verdict)
             return
-        session = self.session
-        wait = self.limiter.delay()
-        if wait:
-            self._defer(self._later(text, wait))
-            return
-        if session.closed or session.pending_close:
-            self._finish(error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
-            return
-        coro = self.endpoint.frame(session, text)
-        if not in_host:
+        coro = self.frame(text)
+        if in_host:
             try:
-                _enter_task(self.loop, self.host)  # as eager task start does (3.12+)
-            except RuntimeError:  # called from inside another task, not the loop's I/O callback
-                self._defer(coro)
-                return
-        try:
-            first = coro.send(None) if in_host else self.ctx.run(coro.send, None)
-        except StopIteration as stop:
-            reply = stop.value
+                reply = coro.send(None)
+            except StopIteration as stop:
+                self._reply(stop.value)
+            else:
+                self._defer(_Continue(coro, reply))
+            return
+        done, value = first_step(self.loop, self.host, self.ctx, coro)  # type: ignore[arg-type]
+        if done:
+            self._reply(value)
+        elif done is None:  # called from inside another task, not the loop's I/O callback
+            self._defer(coro)
         else:
-            reply = _Continue(coro, first)
-        finally:
-            if not in_host:
-                _leave_task(self.loop, self.host)
-        if isinstance(reply, _Continue):
-            self._defer(reply)
-        else:
-            self._reply(reply)
+            self._defer(_Continue(coro, value))
 
     # ---- replies ------------------------------------------------------------------------
 
     def _reply(self, reply: Any) -> None:
-        if reply is self.endpoint.CLOSE:
+        if reply is None:
+            return  # the handler answers later itself (batch framing) or not at all
+        if reply is CLOSE:
             self._finish(reply)
         elif not self.proto.write_text(reply):  # not writable now: the ASGI send waits
             self._defer(self._send(reply))
@@ -229,11 +208,11 @@ class FramePump:
         await self.send({"type": "websocket.send", "text": reply})
         return _SENT
 
-    async def _later(self, text: str, wait: float) -> Any:
+    async def _later(self, text: str | bytes, wait: float) -> Any:
         await asyncio.sleep(wait)  # a flooding client is slowed down, not served faster
-        if self.session.closed or self.session.pending_close:
-            return _Finish(error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE))
-        return await self.endpoint.frame(self.session, text)
+        if self.check.gone():
+            return _Finish(GONE)
+        return await self.frame(text)
 
     def _defer(self, work: Awaitable[Any]) -> None:
         self.work = work
