@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_train.client import (
+from openenv_train import client as native
+from openenv_train.openenv.client import (
+    ClientBootstrap,
     EnvClient,
     GenericAction,
     GenericEnvClient,
     MCPToolClient,
     ToolCallError,
 )
-from openenv_train.client.bootstrap import ClientBootstrap, container_provider
 from openenv_train.runtime import ContainerProvider, LocalProcessProvider
+from openenv_train.runtime.connect import container_provider
 from openenv_train.runtime.hub import HubUnreachableError, provider_for_hub_id
 
 URL = "http://127.0.0.1:9"  # never connected to by the argument tests
@@ -48,6 +50,21 @@ def test_both_spellings_of_one_setting_and_unknown_names_are_refused() -> None:
         EnvClient(URL, connect_timeout_seconds=4.0)
     with pytest.raises(ValueError, match="headers"):
         EnvClient(URL, headers={"X": 1})
+
+
+def test_the_native_client_takes_only_its_own_names() -> None:
+    """OpenEnv's spellings live in openenv_train.openenv; the native client refuses them."""
+    with pytest.raises(TypeError, match="connect_timeout_s"):
+        native.EnvClient(URL, connect_timeout_s=3.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="mode"):
+        native.GenericEnvClient(URL, mode="simulation")  # type: ignore[call-arg]
+    assert not hasattr(native.EnvClient, "from_docker_image")
+    assert native.MCPToolClient(URL).mode == "production"  # mode is native to the MCP client
+    assert native.MCPToolClient(URL, mode="simulation").mode == "simulation"
+    with pytest.raises(ValueError, match="mode"):
+        native.MCPToolClient(URL, mode="turbo")
+    assert issubclass(MCPToolClient, native.MCPToolClient)
+    assert issubclass(GenericEnvClient, native.GenericEnvClient)
 
 
 def test_mode_argument_env_var_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
