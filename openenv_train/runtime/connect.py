@@ -80,9 +80,7 @@ async def connect_to_hub(
 ) -> ClientT:
     """Serve the hub id ``repo_id`` (``"org/echo-env"``), local first (``runtime.hub``), and
     connect a ``client_cls`` to it."""
-    started = await asyncio.to_thread(
-        hub_provider, repo_id, use_docker, provider, provider_kwargs
-    )
+    started = await asyncio.to_thread(hub_provider, repo_id, use_docker, provider, provider_kwargs)
     return await connect_to(started, client_cls, **(client_kwargs or {}))
 
 
