@@ -178,3 +178,21 @@ def test_from_env_without_the_hub_names_the_fix() -> None:
         handle.sync()
     with pytest.raises(ValueError, match="org/echo-env"):
         provider_for_hub_id("no-slash")
+
+
+def test_a_provider_not_started_is_started_on_connect_and_stopped_on_close() -> None:
+    """OpenEnv's ``EnvClient(provider=...)``: the server starts with the session; natively a
+    client only takes a started one (``runtime.connect_to`` starts it)."""
+    provider = LocalProcessProvider("echo_env.server.app:app", startup_timeout=120)
+    with pytest.raises(ValueError, match="connect_to"):
+        native.GenericEnvClient(provider=provider)
+    client = GenericEnvClient(provider=provider)
+    assert provider.base_url is None
+    with client as env:
+        assert provider.base_url is not None and env.base_url == provider.base_url
+        env.reset()
+        action = GenericAction(
+            type="call_tool", tool_name="echo_message", arguments={"message": "m"}
+        )
+        assert env.step(action).observation["result"] == "m"
+    assert provider.base_url is None  # close() stopped the server it started
