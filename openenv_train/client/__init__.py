@@ -1,17 +1,19 @@
 """Clients for env servers: async ``EnvClient`` (+ ``.sync()``), ``GenericEnvClient``, ``MCPToolClient``.
 
-Imports nothing from ``openenv_train.runtime``: ``EnvClient.from_provider(provider)`` starts and
-connects to a server through any provider (``runtime.LocalProcessProvider``, a container...).
+A client speaks the env protocol over a transport (``transport.py``: one WebSocket per session,
+or ``batch.py``'s shared channel). It imports nothing from ``openenv_train.runtime``: starting a
+server and connecting to it is ``openenv_train.runtime.connect_to(provider, client_cls)``.
+OpenEnv's spellings (``connect_timeout_s=``, ``OPENENV_CLIENT_MODE``, ``from_docker_image``...)
+are in ``openenv_train.openenv``.
 """
 
-from .base import EnvClient, ServerProvider, ServerUnreachableError, UnexpectedFrameError
-from .bootstrap import ClientBootstrap
+from .base import EnvClient, ServerProvider, UnexpectedFrameError
 from .generic import GenericAction, GenericEnvClient, GenericObservation
 from .mcp import MCPToolClient, ToolCallError
 from .sync import SyncEnvClient
+from .transport import ServerUnreachableError, Transport, WebSocketOptions
 
 __all__ = [
-    "ClientBootstrap",
     "EnvClient",
     "GenericAction",
     "GenericEnvClient",
@@ -21,5 +23,7 @@ __all__ = [
     "ServerUnreachableError",
     "SyncEnvClient",
     "ToolCallError",
+    "Transport",
     "UnexpectedFrameError",
+    "WebSocketOptions",
 ]

@@ -1,34 +1,29 @@
-"""``EnvClient``: one WebSocket connection to ``/ws`` is one env session.
+"""``EnvClient``: the typed env API (reset, step, state) over one session's transport.
 
 The protocol has no request ids: a reply is matched to a request only by order. So a client
 never lets two requests overlap, and a request that times out or is cancelled drops the
-connection at once; a late reply then can never be read as the answer to a later call
+session at once; a late reply then can never be read as the answer to a later call
 (OpenEnv issue #1143). Later calls raise ``SessionClosedError`` until ``reset()`` opens a
 fresh session.
 
-The hot path is one ``send`` and one ``recv`` per call, one JSON encode and one decode, no
-task spawned (``asyncio.timeout`` instead of ``wait_for`` on 3.11+).
+The client speaks frames; a transport (``client.transport``) carries them: one WebSocket per
+session, or a session on the shared batch channel (``client.batch``). Starting servers is the
+runtime's job (``openenv_train.runtime.connect``): a client only stops a server it was handed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
-from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
-from websockets.protocol import State as WsState
+from websockets.exceptions import ConnectionClosed
 
 from ..core import wire
-from ..core.auth import HideAuthorization, client_token
+from ..core.auth import client_token
 from ..core.errors import (
-    CapacityReachedError,
     ConnectionLostError,
     InfrastructureError,
     OpenEnvTrainError,
@@ -38,39 +33,26 @@ from ..core.errors import (
     error_from_frame,
 )
 from ..core.models import Action, ActT, Observation, ObsT, State, StateT, StepResult
-from . import compat
-from .batch import BatchSession
-from .batch import open_session as open_batch_session
+from .batch import BatchTransport
+from .transport import Transport, WebSocketOptions, WebSocketTransport, close_text, to_ws_url
 
 if TYPE_CHECKING:
-    from .bootstrap import ClientBootstrap
     from .sync import SyncEnvClient
 
-_timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
 _STATE_TEXT = json.dumps(wire.STATE_FRAME)
-_CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
-_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 ClientT = TypeVar("ClientT", bound="EnvClient[Any, Any, Any]")
-
-
-_WS_LOG = logging.getLogger("websockets.client.openenv_train")
-_WS_LOG.addFilter(HideAuthorization())
 
 
 class UnexpectedFrameError(InfrastructureError):
     """The server answered with a frame that is not the reply the protocol promises."""
 
 
-class ServerUnreachableError(ConnectionLostError):
-    """No WebSocket session could be opened (nothing listening, refused handshake, bad URL)."""
-
-
 class ServerProvider(Protocol):
-    """What ``from_provider`` needs: a server someone can start and stop.
+    """A server someone can start and stop: what ``EnvClient(provider=...)`` stops on close.
 
-    This is the client's only hook into runtimes: the client never imports one. Every provider
-    of ``openenv_train.runtime`` fits (``LocalProcessProvider`` for a local process).
+    The client's only hook into runtimes (it never imports one); every provider of
+    ``openenv_train.runtime`` fits.
     """
 
     @property
@@ -81,33 +63,15 @@ class ServerProvider(Protocol):
     def stop(self) -> None: ...
 
 
-def to_ws_url(base_url: str) -> str:
-    """``http://h:p[/prefix]`` -> ``ws://h:p[/prefix]/ws`` (``ws://``/``wss://`` and a ``/ws`` suffix kept)."""
-    if not isinstance(base_url, str) or not base_url.strip():
-        raise ValueError(f"base_url must be a URL like 'http://127.0.0.1:8000', got {base_url!r}")
-    url = base_url.strip().rstrip("/")
-    if "://" not in url:
-        url = "http://" + url
-    parts = urlsplit(url)
-    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
-    if scheme is None or not parts.netloc:
-        raise ValueError(
-            f"base_url must start with http://, https://, ws:// or wss:// and name a host, got {base_url!r}"
-        )
-    path = parts.path if parts.path.endswith("/ws") else parts.path + "/ws"
-    return urlunsplit((scheme, parts.netloc, path, parts.query, ""))
-
-
 class EnvClient(Generic[ActT, ObsT, StateT]):
     """Async client for one env session. Subclass with three class attributes for a typed env::
 
         class BlackjackEnv(EnvClient[BlackjackAction, BlackjackObservation, BlackjackState]):
             action_cls, observation_cls, state_cls = BlackjackAction, BlackjackObservation, BlackjackState
 
-    Use one client per concurrent session: requests on one client never overlap. ``token``: the
-    server's bearer token (default: the token of a server this process started with one of its
-    own, e.g. one of several containers, else ``OPENENV_TRAIN_TOKEN`` /
-    ``OPENENV_TRAIN_TOKEN_FILE``).
+    Use one client per concurrent session: requests on one client never overlap. ``async with``
+    opens and closes the session; ``.sync()`` is the blocking twin. A client with a server of
+    its own comes from ``openenv_train.runtime.connect_to(provider, BlackjackEnv)``.
     """
 
     action_cls: ClassVar[type[Action]] = Action
@@ -127,30 +91,19 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         connect_timeout: float = 10.0,
         max_message_size: int | None = 64 * 1024 * 1024,
         ping_interval: float | None = None,
+        ping_timeout: float | None = 20.0,
         token: str | None = None,
-        mode: str | None = None,
         headers: Mapping[str, str] | None = None,
         provider: ServerProvider | None = None,
-        **openenv_names: Any,
     ) -> None:
-        """``timeout``: seconds to wait for each reply (then the connection is dropped);
-        ``connect_timeout``: seconds to open the session; ``max_message_size``: bytes;
-        ``ping_interval``: keepalive pings (None: off); ``token``: the server's bearer token;
-        ``headers``: extra handshake headers; ``provider``: a server to start on ``connect()``
-        and stop on ``close()``. ``mode``: ``'simulation'`` or ``'production'`` (case-insensitive;
-        default: the ``OPENENV_CLIENT_MODE`` variable, else the class's ``default_mode``).
-        OpenEnv's names are accepted too: ``connect_timeout_s``, ``message_timeout_s``,
-        ``max_message_size_mb``, ``websocket_ping_interval_s``, ``websocket_ping_timeout_s``.
+        """``timeout``: seconds to wait for each reply (then the session is dropped; None: no
+        limit); ``connect_timeout``: seconds to open the session; ``max_message_size``: bytes;
+        ``ping_interval``/``ping_timeout``: keepalive pings (None: off); ``token``: the
+        server's bearer token (default: the token of a server this process started, else
+        ``OPENENV_TRAIN_TOKEN`` / ``OPENENV_TRAIN_TOKEN_FILE``); ``headers``: extra handshake
+        headers; ``provider``: the started server behind ``base_url`` (its ``base_url`` when
+        ``base_url`` is not given), stopped by ``close()``.
         """
-        # OpenEnv's argument names (connect_timeout_s=, message_timeout_s=, ...) map onto ours
-        ours = compat.client_kwargs(
-            openenv_names,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            max_message_size=max_message_size,
-            ping_interval=ping_interval,
-        )
-        timeout, connect_timeout = ours["timeout"], ours["connect_timeout"]
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(
                 f"timeout must be a positive number of seconds or None, got {timeout!r}"
@@ -159,46 +112,29 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             raise ValueError(
                 f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}"
             )
+        if base_url is None and provider is not None:
+            base_url = provider.base_url
         if base_url is None:
-            if provider is None:
-                raise ValueError("give base_url='http://host:port' (or provider=... to start one)")
-            base_url = provider.base_url or "http://127.0.0.1:0"  # set when connect() starts it
-        self._mode = compat.client_mode(mode, type(self).default_mode)
+            raise ValueError(
+                "give base_url='http://host:port' (a provider that is not started has no URL: "
+                "use openenv_train.runtime.connect_to(provider) to start one and connect)"
+            )
         self.base_url = base_url.strip().rstrip("/") if isinstance(base_url, str) else base_url
         self.ws_url = to_ws_url(base_url)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self.max_message_size = ours["max_message_size"]
-        self.ping_interval = ours["ping_interval"]
-        self.ping_timeout = ours["ping_timeout"]
-        self.headers = compat.check_headers(headers)
+        self.max_message_size = max_message_size
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.headers = check_headers(headers)
         self._token = client_token(self.base_url, token)
-        self._ws: ClientConnection | None = None
-        self._mux: BatchSession | None = None  # the session, when it rides a batch channel
+        self._transport: Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost: str | None = None  # why the last session ended; None while usable
         self._final: str | None = None  # set when close() also stopped the server
         self._busy = False
-        self._provider: ServerProvider | None = None
-        self._start_provider: ServerProvider | None = (
-            None  # EnvClient(provider=...): started on connect
-        )
-        if provider is not None and provider.base_url is None:
-            self._start_provider = provider
-        elif provider is not None:
-            self._provider = provider
-        cls = type(self)
-        self._fast_step = cls._step_payload is EnvClient._step_payload
-        host = urlsplit(self.ws_url).hostname or ""
-        self._loopback = host in _LOOPBACK or host.startswith("127.")
-
-    #: the ``mode`` used when neither ``mode=`` nor ``OPENENV_CLIENT_MODE`` says one
-    default_mode: ClassVar[str] = "simulation"
-
-    @property
-    def mode(self) -> str:
-        """``"simulation"`` or ``"production"`` (``mode=``, else ``OPENENV_CLIENT_MODE``); fixed at construction."""
-        return self._mode
+        self._provider: ServerProvider | None = provider
+        self._fast_step = type(self)._step_payload is EnvClient._step_payload
 
     # ---- override hooks ------------------------------------------------------------------
 
@@ -223,9 +159,14 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     # ---- public API ----------------------------------------------------------------------
 
     @property
+    def transport(self) -> Transport | None:
+        """What carries the open session's frames (None while no session is open)."""
+        return self._transport
+
+    @property
     def connected(self) -> bool:
         """True while a session is open."""
-        return self._ws is not None or self._mux is not None
+        return self._transport is not None
 
     @property
     def bound_loop(self) -> asyncio.AbstractEventLoop | None:
@@ -273,23 +214,13 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         return self._parse_state(await self._request(_STATE_TEXT, "state", "state"))
 
     async def close(self) -> None:
-        """End the session politely; stop the server too if this client started it."""
-        ws, self._ws = self._ws, None
-        mux, self._mux = self._mux, None
+        """End the session politely; stop the server too if this client was handed one."""
+        transport, self._transport = self._transport, None
         if self._lost is None:
             self._lost = "the session was closed by close()"
-        if mux is not None:
-            mux.retire()
         try:
-            if ws is not None:
-                try:
-                    await ws.send(_CLOSE_TEXT)
-                    await ws.close()
-                except (ConnectionClosed, OSError):
-                    pass
-                except BaseException:
-                    ws.transport.abort()
-                    raise
+            if transport is not None:
+                await transport.close()
         finally:
             provider, self._provider = self._provider, None
             if provider is not None:
@@ -303,170 +234,48 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def __enter__(self) -> SyncEnvClient:
-        """``with Env(base_url=...) as env:`` (OpenEnv's blocking idiom): ``env`` is ``self.sync()``, connected."""
-        sync = self.sync()
-        self._sync_view = sync
-        return sync.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        sync = self.__dict__.pop("_sync_view", None) or self.sync()
-        sync.__exit__(*exc)
-
     def sync(self) -> SyncEnvClient:
         """A blocking wrapper with the same methods; works inside or outside a running loop."""
         from .sync import SyncEnvClient
 
         return SyncEnvClient(self)
 
-    @classmethod
-    async def from_provider(
-        cls: type[ClientT],
-        provider: ServerProvider,
-        *,
-        stop_on_close: bool = True,
-        **client_kwargs: Any,
-    ) -> ClientT:
-        """Start ``provider`` (unless started), connect, and stop it when the client closes."""
-        base_url = provider.base_url or await asyncio.to_thread(provider.start)
-        try:
-            client = cls(base_url, **client_kwargs)
-            await client.connect()
-        except BaseException:
-            if stop_on_close:
-                await asyncio.to_thread(provider.stop)
-            raise
-        if stop_on_close:
-            client._provider = provider
-        return client
+    # ---- the session ---------------------------------------------------------------------
 
-    @classmethod
-    def from_provider_sync(
-        cls: type[ClientT], provider: ServerProvider, **kwargs: Any
-    ) -> SyncEnvClient:
-        """Blocking twin of ``from_provider``: ``with Env.from_provider_sync(provider) as env:``."""
-        from .sync import SyncEnvClient, run_sync
-
-        return SyncEnvClient(run_sync(cls.from_provider(provider, **kwargs)))
-
-    @classmethod
-    def from_docker_image(
-        cls: type[ClientT], image: str, provider: Any = None, **kwargs: Any
-    ) -> ClientBootstrap[ClientT]:
-        """OpenEnv's ``from_docker_image``: serve ``image`` in a hardened container.
-
-        ``await`` the handle for a connected client or call ``.sync()``; the container starts
-        then and stops when the client closes. ``kwargs`` go to the container provider
-        (``openenv_train.runtime.ContainerProvider``: ``engine=``, ``env=``, ``relax=``...).
-        """
-        from .bootstrap import ClientBootstrap, container_provider
-
-        return ClientBootstrap(cls, lambda: container_provider(image, provider, kwargs))
-
-    @classmethod
-    def from_env(
-        cls: type[ClientT],
-        repo_id: str,
-        *,
-        use_docker: bool = True,
-        provider: Any = None,
-        **provider_kwargs: Any,
-    ) -> ClientBootstrap[ClientT]:
-        """OpenEnv's ``from_env``: a hub id (``"org/echo-env"``) served from a local image or an
-        installed env package when there is one, else fetched from the hub (an error naming
-        the fix when the hub cannot be reached). ``await`` it, or call ``.sync()``."""
-        from .bootstrap import ClientBootstrap, hub_provider
-
-        return ClientBootstrap(
-            cls, lambda: hub_provider(repo_id, use_docker, provider, provider_kwargs)
+    def _options(self) -> WebSocketOptions:
+        return WebSocketOptions(
+            self.ws_url,
+            connect_timeout=self.connect_timeout,
+            max_message_size=self.max_message_size,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
+            headers=self.headers,
+            token=self._token,
         )
 
-    # ---- transport -----------------------------------------------------------------------
-
-    async def _ensure_started(self) -> None:
-        """Start the server of ``EnvClient(provider=...)`` (given without a base_url) once."""
-        if self._start_provider is None:
-            return
-        provider, self._start_provider = self._start_provider, None
-        self._provider = provider  # stopped by close()
-        base_url = await asyncio.to_thread(provider.start)
-        self.base_url, self.ws_url = base_url.rstrip("/"), to_ws_url(base_url)
-        host = urlsplit(self.ws_url).hostname or ""
-        self._loopback = host in _LOOPBACK or host.startswith("127.")
-
     async def _open(self) -> None:
+        """Open a session on a fresh transport (the batch channel when offered and asked for)."""
         if self._final is not None:
             raise SessionClosedError(self._final)
-        await self._ensure_started()
-        old, self._ws = self._ws, None
+        old, self._transport = self._transport, None
         if old is not None:
-            old.transport.abort()
-        if self._mux is not None:
-            self._mux.retire()
-            self._mux = None
+            old.abort()
+        options = self._options()
+        transport: Transport | None = None
         if self.batch_frames:
-            self._mux = await open_batch_session(self.ws_url, self._handshake)
-            if self._mux is not None:
-                self._loop = asyncio.get_running_loop()
-                self._lost = None
-                return
-        self._ws = await self._handshake()
+            transport = await BatchTransport.open(options)
+        if transport is None:
+            transport = await WebSocketTransport.open(options)
+        self._transport = transport
         self._loop = asyncio.get_running_loop()
         self._lost = None
 
-    async def _handshake(self, **extra: Any) -> ClientConnection:
-        """Open a WebSocket to ``ws_url`` with this client's settings; errors say what failed."""
-        kwargs: dict[str, Any] = {
-            "compression": None,
-            "open_timeout": self.connect_timeout,
-            "max_size": self.max_message_size,
-            "ping_interval": self.ping_interval,
-            "ping_timeout": self.ping_timeout,
-            "close_timeout": 2.0,
-            "user_agent_header": None,
-        }
-        if self._loopback:
-            kwargs["proxy"] = None
-        headers = dict(self.headers)
-        if self._token is not None:
-            headers["Authorization"] = "Bearer " + self._token
-        if headers:
-            kwargs["additional_headers"] = headers
-        if "Authorization" in headers:
-            kwargs["logger"] = _WS_LOG
-        kwargs.update(extra)
-        try:
-            return await ws_connect(self.ws_url, **kwargs)
-        except InvalidStatus as e:
-            status = e.response.status_code
-            msg = f"{self.ws_url} refused the WebSocket handshake with HTTP {status}"
-            if status in (429, 503):
-                raise CapacityReachedError(msg, data={"http_status": status}) from e
-            if status in (401, 403):
-                hint = "was refused" if self._token else "is missing"
-                raise ServerUnreachableError(
-                    f"{msg}: the access token {hint}; pass token=... or set OPENENV_TRAIN_TOKEN "
-                    "(or OPENENV_TRAIN_TOKEN_FILE) to the server's token"
-                ) from e
-            raise ServerUnreachableError(f"{msg}; is this an env server base_url?") from e
-        except (TimeoutError, asyncio.TimeoutError) as e:
-            raise RequestTimeoutError(
-                f"opening a session at {self.ws_url} took longer than connect_timeout={self.connect_timeout}s"
-            ) from e
-        except (OSError, InvalidHandshake) as e:
-            raise ServerUnreachableError(
-                f"could not open a session at {self.ws_url}: {e}; is the env server running at that address?"
-            ) from e
-
     def _drop(self, why: str) -> None:
-        """Abort the socket now: a reply still on its way can never reach a later call."""
-        ws, self._ws = self._ws, None
+        """Abort the session now: a reply still on its way can never reach a later call."""
+        transport, self._transport = self._transport, None
         self._lost = why
-        if ws is not None:
-            ws.transport.abort()
-        mux, self._mux = self._mux, None
-        if mux is not None:
-            mux.retire()
+        if transport is not None:
+            transport.abort()
 
     async def _request(
         self, text: str, expect: str, what: str, fresh: bool = False
@@ -477,23 +286,10 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 f"{type(self).__name__}.{what}() called while another request is in flight on the "
                 "same session; use one client per concurrent session"
             )
-        ws = await self._usable_socket(what, fresh)
+        transport = await self._usable_transport(what, fresh)
         self._busy = True
-        raw: str | bytes | dict[str, Any]
         try:
-            if ws is None:  # the session rides a batch channel
-                assert self._mux is not None
-                raw = await self._mux.request(text, self.timeout)
-            else:
-                try:
-                    await ws.send(text)
-                except ConnectionClosed:
-                    pass  # a refusing server sends an error frame then closes: read it below
-                if _timeout is not None:
-                    async with _timeout(self.timeout):
-                        raw = await ws.recv()
-                else:  # Python 3.10
-                    raw = await asyncio.wait_for(ws.recv(), self.timeout)
+            raw = await transport.request(text, self.timeout)
         except asyncio.CancelledError:
             self._drop(f"{what}() was cancelled while waiting for its reply")
             raise
@@ -508,23 +304,22 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             self._busy = False
         return self._reply(raw, expect, what)
 
-    async def _usable_socket(self, what: str, fresh: bool) -> ClientConnection | None:
-        """This session's open socket (``None``: it rides a batch channel), reopened for a reset."""
-        mux = self._mux
-        if mux is not None and not mux.usable:  # the shared connection went away under it
-            self._drop("the connection to the server closed")
+    async def _usable_transport(self, what: str, fresh: bool) -> Transport:
+        """The open session's transport; a new session for a reset when there is none usable."""
+        transport = self._transport
+        if transport is not None and not transport.usable:
             if not fresh:
+                reason = transport.closed_reason
+                self._drop("the connection to the server closed")
                 raise ConnectionLostError(
-                    f"the connection to {self.ws_url} closed before {what}() "
-                    f"({mux.channel.dead}); call reset() to start a new session"
+                    f"the connection to {self.ws_url} closed before {what}() ({reason}); "
+                    "call reset() to start a new session"
                 )
-        ws = self._ws
-        if fresh and ws is not None and ws.state is not WsState.OPEN:
             # the server ended the idle session (reaper, restart) before this reset: nothing is
             # lost at an episode boundary, so open a new session instead of failing
             self._drop("the server closed the idle session")
-            ws = None
-        if ws is None and self._mux is None:
+            transport = None
+        if transport is None:
             if self._final is not None:
                 raise SessionClosedError(self._final)
             if self._lost is not None and not fresh:
@@ -534,16 +329,17 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                 await self._open()
             finally:
                 self._busy = False
-            return self._ws
+            assert self._transport is not None
+            return self._transport
         if self._loop is not asyncio.get_running_loop():
             raise RuntimeError(
                 f"{type(self).__name__} was connected on another event loop; use it from that loop "
                 "(or call .sync() before connecting for blocking use)"
             )
-        return ws
+        return transport
 
     def _transport_error(self, e: BaseException, text: str, what: str) -> OpenEnvTrainError:
-        """Drop the connection and say what failed: a late reply must never answer a later call."""
+        """Drop the session and say what failed: a late reply must never answer a later call."""
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
             self._drop(f"{what}() timed out after {self.timeout}s and the connection was dropped")
             return RequestTimeoutError(
@@ -562,7 +358,7 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
                     data={"request_bytes": len(text)},
                 )
             return ConnectionLostError(
-                f"the connection to {self.ws_url} closed during {what}() ({_close_text(e)}); "
+                f"the connection to {self.ws_url} closed during {what}() ({close_text(e)}); "
                 "call reset() to start a new session"
             )
         self._drop(f"the connection failed during {what}()")
@@ -589,8 +385,12 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
         raise UnexpectedFrameError(f"{what}(): expected a {expect!r} frame, got {str(raw)[:200]!r}")
 
 
-def _close_text(e: ConnectionClosed) -> str:
-    rcvd = e.rcvd
-    if rcvd is None:
-        return "no close frame: the server went away or the TCP connection was reset"
-    return f"close code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''}"
+def check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Extra HTTP headers for the WebSocket handshake and ``/mcp`` requests, checked."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ValueError(f"headers must be a dict of str to str, got {headers!r}")
+    return dict(headers)

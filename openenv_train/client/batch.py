@@ -22,12 +22,15 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from ..core.errors import ConnectionLostError
+
+if TYPE_CHECKING:
+    from .transport import WebSocketOptions
 
 #: The WebSocket subprotocol that asks an env server for batch framing (the server's name for it).
 BATCH_SUBPROTOCOL = "openenv-train.batch.v1"
@@ -53,10 +56,10 @@ class BatchChannel:
         self._timer_at = 0.0
         self.reader = self.loop.create_task(self._read())
 
-    def open_session(self) -> BatchSession:
+    def open_session(self) -> BatchTransport:
         key = self.next_key
         self.next_key += 1
-        return BatchSession(self, key)
+        return BatchTransport(self, key)
 
     def submit(
         self, key: int, text: str, timeout: float | None = None
@@ -171,8 +174,8 @@ class BatchChannel:
         self.ws.transport.abort()
 
 
-class BatchSession:
-    """One session on a channel; ``EnvClient`` routes its frames here when batching."""
+class BatchTransport:
+    """One session on a shared channel: the ``Transport`` of a batching ``EnvClient``."""
 
     __slots__ = ("channel", "key")
 
@@ -180,28 +183,45 @@ class BatchSession:
         self.channel = channel
         self.key = key
 
+    @classmethod
+    async def open(cls, options: WebSocketOptions) -> BatchTransport | None:
+        """A session on the shared channel to ``options.url``; None when the server does not batch."""
+        return await open_session(options.url, options.open)
+
+    @property
+    def url(self) -> str:
+        return self.channel.url
+
     @property
     def usable(self) -> bool:
         return self.channel.dead is None
+
+    @property
+    def closed_reason(self) -> str:
+        return self.channel.dead or "open"
 
     async def request(self, text: str, timeout: float | None) -> dict[str, Any]:
         """Send one standard frame and return its decoded reply frame (``asyncio.TimeoutError``
         when none came within ``timeout``)."""
         return await self.channel.submit(self.key, text, timeout)
 
-    def retire(self, send_close: bool = True) -> None:
-        """Forget this session; tell the server to end it (no reply is awaited)."""
+    def abort(self) -> None:
+        """Forget this session and tell the server to end it (no reply is awaited): the
+        session number is never reused, so a late reply cannot reach a later request."""
         channel = self.channel
         channel.pending.pop(self.key, None)
-        if send_close and channel.dead is None:
+        if channel.dead is None:
             channel.post(self.key, '{"type":"close"}')
+
+    async def close(self) -> None:
+        self.abort()
 
 
 _CHANNELS: dict[tuple[asyncio.AbstractEventLoop, str], BatchChannel | None] = {}
 _OPENING: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[BatchChannel | None]] = {}
 
 
-async def open_session(url: str, handshake: Handshake) -> BatchSession | None:
+async def open_session(url: str, handshake: Handshake) -> BatchTransport | None:
     """A session on the shared channel to ``url``, or None when the server does not batch.
 
     ``handshake(subprotocols=[...])`` opens a WebSocket as the calling client would (token,

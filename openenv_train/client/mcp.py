@@ -70,20 +70,27 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
     ``mode="production"`` (the default, as in OpenEnv): calls are JSON-RPC ``tools/list`` /
     ``tools/call`` on HTTP ``POST /mcp`` in a session made with ``openenv/session/create``;
     ``reset``/``step`` then attach the WebSocket to that same session (``/ws?session_id=...``),
-    so both transports reach one env instance, as OpenEnv 0.10 does. ``mode="simulation"`` (or
-    ``OPENENV_CLIENT_MODE=simulation``; OpenEnv's ``MCPToolClient`` refuses it): calls travel as
+    so both transports reach one env instance, as OpenEnv 0.10 does. ``mode="simulation"``
+    (OpenEnv's ``MCPToolClient`` refuses it): calls travel as
     ``step`` actions ``{"type": "list_tools"}`` / ``{"type": "call_tool", ...}`` on the
     session's WebSocket, so they count as steps and carry rewards.
     Non-tool observations (e.g. from ``reset``) parse with ``observation_cls``.
     """
 
     observation_cls = GenericObservation
-    default_mode = "production"
 
     def __init__(
-        self, base_url: str | None = None, *, mode: str | None = None, **kwargs: Any
+        self, base_url: str | None = None, *, mode: str = "production", **kwargs: Any
     ) -> None:
-        super().__init__(base_url, mode=mode, **kwargs)
+        """``mode``: ``"production"`` (tool calls over HTTP ``/mcp``) or ``"simulation"`` (tool
+        calls as steps on ``/ws``); ``kwargs``: ``EnvClient``'s."""
+        if not isinstance(mode, str) or mode.lower() not in MCP_MODES:
+            raise ValueError(
+                f"mode must be 'production' (tool calls over HTTP /mcp) or 'simulation' (tool "
+                f"calls as steps on the session's WebSocket), got {mode!r}"
+            )
+        super().__init__(base_url, **kwargs)
+        self.mode = mode.lower()
         self._http_mcp = McpHttpSession(
             self.base_url, timeout=self.timeout, token=self._token, headers=self.headers
         )
@@ -92,7 +99,6 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
 
     async def _open(self) -> None:
         if self.mode == "production":  # share the HTTP session's env with reset/step
-            await self._ensure_started()
             self._http_mcp.url = mcp_url(self.base_url)
             self._plain_ws_url = self.ws_url.split("?", 1)[0]
             sid = await self._http_mcp.ensure()

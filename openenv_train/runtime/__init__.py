@@ -1,7 +1,8 @@
 """Runtimes that start env servers: local processes (the embedded default), hardened Docker or
 Podman containers, Daytona cloud sandboxes, and warm pools. ``start_servers`` is the one entry
-point."""
+point; ``connect_to(provider, client_cls)`` starts one server and gives a client that stops it."""
 
+from .connect import connect_to, connect_to_hub, connect_to_image, connect_to_sync
 from .container import ContainerProvider
 from .daytona import DaytonaProvider  # imports the Daytona SDK only when one is made
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
@@ -19,6 +20,10 @@ __all__ = [
     "LocalProcessProvider",
     "RayServerGroup",
     "ServerGroup",
+    "connect_to",
+    "connect_to_hub",
+    "connect_to_image",
+    "connect_to_sync",
     "start_container_servers",
     "start_local_servers",
     "start_ray_servers",

@@ -23,10 +23,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..catalog import EnvEntry, UnknownEnvError, find_entry, get_entry, hub_repo_id
 from ..client.base import EnvClient, ServerProvider
-from ..client.bootstrap import container_provider as image_provider
-from ..client.bootstrap import hub_provider, space_subdomain
 from ..client.generic import GenericEnvClient
+from .connect import container_provider as image_provider
+from .connect import hub_provider
 from .health import healthy
+from .hub import space_subdomain
 from .local import LocalProcessProvider
 
 #: seconds a ``base_url`` (``SERVER_PROBE_S``) or a hub Space (``SPACE_PROBE_S``) may take to answer

@@ -1,6 +1,6 @@
 """A Hugging Face hub id (``"org/echo-env"``) -> a provider that serves that env, local first.
 
-``EnvClient.from_env(repo_id)`` (OpenEnv's call) lands here. In order:
+``runtime.connect.connect_to_hub`` (and OpenEnv's ``EnvClient.from_env(repo_id)``) lands here. In order:
 
 1. ``use_docker`` and a local image of it: the hub's registry name
    (``registry.hf.space/org-echo-env:TAG``) or the one ``openenv-train build`` tags
@@ -15,10 +15,10 @@ When the hub cannot be reached, :class:`HubUnreachableError` says how to make th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..catalog import UnknownEnvError, get_entry, hub_repo_id, names_for_hub_id
-from ..client.bootstrap import hub_image, space_subdomain
 from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .container import ContainerProvider
@@ -31,6 +31,16 @@ class HubUnreachableError(ServerStartError):
 
 
 catalog_names = names_for_hub_id  # the name this module gave it first
+
+
+def space_subdomain(repo_id: str) -> str:
+    """``"Org/echo_env"`` -> ``"org-echo-env"``: the Space's registry name, as the hub spells it."""
+    return re.sub(r"[^a-z0-9]", "-", repo_id.lower())
+
+
+def hub_image(repo_id: str, tag: str = "latest") -> str:
+    """The image the hub publishes for a Space: ``registry.hf.space/org-echo-env:latest``."""
+    return f"registry.hf.space/{space_subdomain(repo_id)}:{tag}"
 
 
 def _local_image(engine: str, images: list[str]) -> str | None:

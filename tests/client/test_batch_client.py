@@ -10,6 +10,7 @@ from client_servers import serve
 from ot_apps import TAction, TObservation, TState
 
 from openenv_train.client import EnvClient
+from openenv_train.client.batch import BatchTransport
 from openenv_train.core import (
     CapacityReachedError,
     EnvExecutionError,
@@ -28,8 +29,8 @@ async def test_sessions_share_one_connection_and_stay_isolated(ot_url: str) -> N
     clients = [BClient(ot_url) for _ in range(16)]
     resets = await asyncio.gather(*(c.reset(seed=i) for i, c in enumerate(clients)))
     assert [r.observation.echoed_message for r in resets] == [f"ready seed={i}" for i in range(16)]
-    channels = {id(c._mux.channel) for c in clients}  # noqa: SLF001
-    assert len(channels) == 1 and all(c._ws is None for c in clients)  # noqa: SLF001
+    assert all(isinstance(c.transport, BatchTransport) for c in clients)
+    assert len({id(c.transport.channel) for c in clients}) == 1
     for k in range(3):
         steps = await asyncio.gather(
             *(c.step(TAction(message=f"{i}-{k}")) for i, c in enumerate(clients))

@@ -26,7 +26,7 @@ from openenv_train.core import (
     RequestTimeoutError,
     SessionClosedError,
 )
-from openenv_train.runtime import LocalProcessProvider
+from openenv_train.runtime import LocalProcessProvider, connect_to, connect_to_sync
 
 
 class TClient(EnvClient[TAction, TObservation, TState]):
@@ -250,11 +250,11 @@ def test_sync_requires_an_unconnected_client(ot_url: str) -> None:
         env.sync()
 
 
-async def test_from_provider_stops_its_server_on_close() -> None:
+async def test_connect_to_stops_its_server_on_close() -> None:
     from blackjack_env import BlackjackAction, BlackjackEnv
 
     provider = LocalProcessProvider("blackjack_env.server.app:app")
-    env = await BlackjackEnv.from_provider(provider, timeout=10)
+    env = await connect_to(provider, BlackjackEnv, timeout=10)
     pid = provider.pid
     assert pid is not None and psutil.pid_exists(pid)
     r = await env.reset(seed=11)
@@ -267,7 +267,7 @@ async def test_from_provider_stops_its_server_on_close() -> None:
         await env.reset()
 
 
-async def test_from_provider_stops_the_server_if_connect_fails() -> None:
+async def test_connect_to_stops_the_server_if_connect_fails() -> None:
     provider = serve("ot_apps:app")
 
     class NoWs(TClient):
@@ -275,15 +275,15 @@ async def test_from_provider_stops_the_server_if_connect_fails() -> None:
             raise ServerUnreachableError("refused for the test")
 
     with pytest.raises(ServerUnreachableError):
-        await NoWs.from_provider(provider)
+        await connect_to(provider, NoWs)
     assert not provider.running
 
 
-def test_from_provider_sync_for_blocking_code() -> None:
+def test_connect_to_sync_for_blocking_code() -> None:
     from blackjack_env import BlackjackAction, BlackjackEnv
 
     provider = LocalProcessProvider("blackjack_env.server.app:app")
-    with BlackjackEnv.from_provider_sync(provider) as env:
+    with connect_to_sync(provider, BlackjackEnv) as env:
         pid = provider.pid
         r = env.reset(seed=3)
         while not r.done:

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_train.client import (
+from openenv_train import client as native
+from openenv_train.openenv.client import (
+    ClientBootstrap,
     EnvClient,
     GenericAction,
     GenericEnvClient,
     MCPToolClient,
     ToolCallError,
 )
-from openenv_train.client.bootstrap import ClientBootstrap, container_provider
 from openenv_train.runtime import ContainerProvider, LocalProcessProvider
+from openenv_train.runtime.connect import container_provider
 from openenv_train.runtime.hub import HubUnreachableError, provider_for_hub_id
 
 URL = "http://127.0.0.1:9"  # never connected to by the argument tests
@@ -48,6 +50,21 @@ def test_both_spellings_of_one_setting_and_unknown_names_are_refused() -> None:
         EnvClient(URL, connect_timeout_seconds=4.0)
     with pytest.raises(ValueError, match="headers"):
         EnvClient(URL, headers={"X": 1})
+
+
+def test_the_native_client_takes_only_its_own_names() -> None:
+    """OpenEnv's spellings live in openenv_train.openenv; the native client refuses them."""
+    with pytest.raises(TypeError, match="connect_timeout_s"):
+        native.EnvClient(URL, connect_timeout_s=3.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="mode"):
+        native.GenericEnvClient(URL, mode="simulation")  # type: ignore[call-arg]
+    assert not hasattr(native.EnvClient, "from_docker_image")
+    assert native.MCPToolClient(URL).mode == "production"  # mode is native to the MCP client
+    assert native.MCPToolClient(URL, mode="simulation").mode == "simulation"
+    with pytest.raises(ValueError, match="mode"):
+        native.MCPToolClient(URL, mode="turbo")
+    assert issubclass(MCPToolClient, native.MCPToolClient)
+    assert issubclass(GenericEnvClient, native.GenericEnvClient)
 
 
 def test_mode_argument_env_var_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,3 +178,21 @@ def test_from_env_without_the_hub_names_the_fix() -> None:
         handle.sync()
     with pytest.raises(ValueError, match="org/echo-env"):
         provider_for_hub_id("no-slash")
+
+
+def test_a_provider_not_started_is_started_on_connect_and_stopped_on_close() -> None:
+    """OpenEnv's ``EnvClient(provider=...)``: the server starts with the session; natively a
+    client only takes a started one (``runtime.connect_to`` starts it)."""
+    provider = LocalProcessProvider("echo_env.server.app:app", startup_timeout=120)
+    with pytest.raises(ValueError, match="connect_to"):
+        native.GenericEnvClient(provider=provider)
+    client = GenericEnvClient(provider=provider)
+    assert provider.base_url is None
+    with client as env:
+        assert provider.base_url is not None and env.base_url == provider.base_url
+        env.reset()
+        action = GenericAction(
+            type="call_tool", tool_name="echo_message", arguments={"message": "m"}
+        )
+        assert env.step(action).observation["result"] == "m"
+    assert provider.base_url is None  # close() stopped the server it started

@@ -74,13 +74,13 @@ def test_uvicorn_command_line_serves_the_app(name):
         proc.stdout.close()
 
 
-async def test_from_provider_starts_and_stops_a_server():
+async def test_connect_to_starts_and_stops_a_server():
     from echo_env import EchoEnv
 
-    from openenv_train.runtime import LocalProcessProvider
+    from openenv_train.runtime import LocalProcessProvider, connect_to
 
     provider = LocalProcessProvider("echo_env.server.app:app", startup_timeout=120)
-    client = await EchoEnv.from_provider(provider)
+    client = await connect_to(provider, EchoEnv)
     url = client.base_url
     try:
         assert (await client.reset()).observation.echoed_message == "Echo environment ready!"

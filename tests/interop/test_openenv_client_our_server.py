@@ -144,7 +144,7 @@ async def test_openenv_client_beside_our_batching_clients(blackjack_url):
         client.batch_frames = True
     async with GenericEnvClient(base_url=blackjack_url) as theirs:
         mine = await asyncio.gather(*(c.reset(seed=s) for s, c in enumerate(ours)))
-        assert len({id(c._mux.channel) for c in ours}) == 1  # noqa: SLF001 - one shared socket
+        assert len({id(c.transport.channel) for c in ours}) == 1  # one shared socket
         for seed, result in enumerate(mine):
             other = await theirs.reset(seed=seed)
             assert other.observation["player_cards"] == result.observation.player_cards

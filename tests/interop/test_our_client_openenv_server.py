@@ -15,6 +15,7 @@ from child_env import with_pythonpath
 pytest.importorskip("openenv.core.env_server")
 
 from openenv_train.client import EnvClient, GenericEnvClient, MCPToolClient, ToolCallError  # noqa: E402
+from openenv_train.client.transport import WebSocketTransport  # noqa: E402
 from openenv_train.core import (  # noqa: E402
     Action,
     ActionValidationError,
@@ -191,7 +192,7 @@ async def test_batching_clients_fall_back_to_plain_sessions(oe_url: str) -> None
     assert [r.observation.echoed_message[:13] for r in results] == [
         f"ready seed={s} " for s in range(4)
     ]
-    assert all(c._mux is None and c._ws is not None for c in clients)  # noqa: SLF001
+    assert all(isinstance(c.transport, WebSocketTransport) for c in clients)
     steps = await asyncio.gather(
         *(c.step(OEAction(message=f"m{s}")) for s, c in enumerate(clients))
     )

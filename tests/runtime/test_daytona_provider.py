@@ -17,7 +17,8 @@ from processes import gone
 from openenv_train import CallToolAction
 from openenv_train.client import MCPToolClient
 from openenv_train.core.errors import ServerStartError
-from openenv_train.runtime import DaytonaProvider, start_servers
+from openenv_train.openenv.client import MCPToolClient as OpenEnvMCPToolClient
+from openenv_train.runtime import DaytonaProvider, connect_to_sync, start_servers
 from openenv_train.runtime.daytona import SandboxError, SandboxTimeoutError
 
 ECHO_APP = "echo_env.server.app:app"
@@ -37,7 +38,7 @@ def cloud(monkeypatch):
 
 def test_a_client_resets_and_steps_through_a_sandbox(cloud):
     provider = DaytonaProvider("org/echo-env:latest", app=ECHO_APP, startup_timeout=60)
-    with MCPToolClient.from_provider_sync(provider, mode="simulation") as env:
+    with connect_to_sync(provider, MCPToolClient, mode="simulation") as env:
         (sandbox,) = cloud.sandboxes
         assert provider.base_url == f"http://127.0.0.1:{sandbox.port}"  # the signed URL
         env.reset()
@@ -52,7 +53,7 @@ def test_a_client_resets_and_steps_through_a_sandbox(cloud):
 
 def test_from_docker_image_takes_it_as_openenvs_provider(cloud):
     """OpenEnv's call, unchanged: the image goes to start_container, kwargs too."""
-    handle = MCPToolClient.from_docker_image(
+    handle = OpenEnvMCPToolClient.from_docker_image(
         "org/echo-env:latest", provider=DaytonaProvider(app=ECHO_APP)
     )
     with handle.sync() as env:
@@ -155,7 +156,7 @@ def test_a_server_that_never_answers_times_out_and_is_deleted(cloud):
 
 def test_a_public_sandbox_requires_a_token_that_our_clients_send(cloud):
     provider = DaytonaProvider("org/echo-env:latest", app=ECHO_APP, public=True)
-    with MCPToolClient.from_provider_sync(provider) as env:
+    with connect_to_sync(provider, MCPToolClient) as env:
         params = cloud.sandboxes[0].params
         assert params.public is True and params.env_vars["OPENENV_TRAIN_TOKEN"] == provider.token
         env.reset()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openenv_train.client import MCPToolClient
+from openenv_train.openenv.client import MCPToolClient
 from openenv_train.runtime import LocalDockerProvider
 from openenv_train.runtime import container_engine as ce
 from openenv_train.runtime.openenv_docker import ContainerNotReadyError

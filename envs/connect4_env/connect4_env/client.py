@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Dict, TYPE_CHECKING
 
 from openenv_train import StepResult
-from openenv_train import EnvClient
+from openenv_train.openenv.client import EnvClient
 
 from .models import Connect4Action, Connect4Observation, Connect4State
 

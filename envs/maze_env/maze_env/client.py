@@ -17,7 +17,7 @@ from typing import Dict
 try:
     # In-repo imports (when running from OpenEnv repository)
     from openenv_train import StepResult
-    from openenv_train import EnvClient
+    from openenv_train.openenv.client import EnvClient
     from openenv_train import State
 
     from .models import MazeAction, MazeObservation, MazeState
@@ -26,7 +26,7 @@ except ImportError:
 
     # Standalone imports (when environment is standalone with openenv from pip)
     from openenv_train import StepResult
-    from openenv_train import EnvClient
+    from openenv_train.openenv.client import EnvClient
     from openenv_train import State
 
 

@@ -26,7 +26,7 @@ Example:
     ...     print(result)  # {"message": "Test", "length": 4}
 """
 
-from openenv_train import MCPToolClient
+from openenv_train.openenv.client import MCPToolClient
 
 
 class EchoEnv(MCPToolClient):
