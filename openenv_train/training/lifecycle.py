@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from transformers import TrainerCallback
 from ..runtime.signals import STOP_SIGNALS
 
 if TYPE_CHECKING:
-    from .evals import Evals
+    from .evals import EvalResult, Evals
 
 console = Console(stderr=True)
 stdout = Console()  # the run's report: what was saved and the command to run next
@@ -226,9 +226,12 @@ def train(run: Run, trainer: Any, evals: Evals) -> bool:
     return True
 
 
-def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, Any]:
+def finish(
+    run: Run, evals: Evals, trainer: Any, tokenizer: Any, extra: Sequence[EvalResult] = ()
+) -> dict[str, Any]:
     """Save ``model/`` (the best periodic weights, else the last), ``curve.png`` and
-    ``summary.json``; print what to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
+    ``summary.json`` (``extra``: the recipe's own eval results, each under its key); print what
+    to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
     with signals_ignored():
         model_dir = run.path / "model"
         if run.stop.requested:
@@ -240,6 +243,7 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
             trainer.state.global_step,
             interrupted=run.stop.requested,
             checkpoint=run.folder.last_checkpoint(),
+            extra=extra,
         )
     end_run(
         run.path,

@@ -41,7 +41,6 @@ def _child(
     """The producer process: play each requested batch, send it back; exceptions go back too.
     ``tokens``: the servers' own tokens, as the parent's clients use them."""
     import asyncio
-    import gc
 
     import torch
 
@@ -49,6 +48,7 @@ def _child(
 
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.engine import RolloutEngine
+    from ..rollout.runner import freeze_heap_once
 
     torch.set_num_threads(1)
 
@@ -56,8 +56,7 @@ def _child(
         policy = TransformersPolicy(model, tok, device=None, num_threads=1)
         engine = RolloutEngine(spec, policy, urls, cfg)
         loop = asyncio.get_running_loop()
-        gc.collect()
-        gc.freeze()
+        freeze_heap_once()  # this process's long-lived objects: model copy, engine
         try:
             while True:
                 msg = await loop.run_in_executor(None, conn.recv)

@@ -23,7 +23,7 @@ from blackjack_env.evaluation import (
 )
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
 
-from openenv_train.training.evals import Evals, EvalSpec, console, results_table
+from openenv_train.training.evals import EvalResult, Evals, EvalSpec, console, results_table
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
@@ -56,7 +56,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's hands, apart from the final ones
 
-        def greedy(live: Any, validation: bool) -> dict[str, float]:
+        def greedy(live: Any, validation: bool, recorder: Any) -> dict[str, float]:
             policy.set_model(live)
             hands, seed = (ev.periodic_hands, val_seed) if validation else (ev.hands, ev.seed)
             return evaluate_policy(
@@ -66,6 +66,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 max_turns=r.max_turns,
                 max_new_tokens=r.max_new_tokens,
                 system_prompt=r.system_prompt,
+                recorder=recorder,
             )
 
         val_baselines = baselines(ev.periodic_hands, val_seed)
@@ -108,11 +109,13 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             rollout_func=rollout_func,
             callbacks=[run.stop, *evals.callbacks()],
         )
+        extra: list[EvalResult] = []
         if train(run, trainer, evals) and ev.final_via_servers:  # the wire path agrees
             row = evaluate_via_servers(policy, urls, ev.hands, ev.seed)
-            evals.rows["model after (via servers)"] = evals.extra["after_via_servers"] = row
+            step = trainer.state.global_step
+            extra.append(EvalResult("model after (via servers)", step, row, "after_via_servers"))
             console.print(results_table("after training, via the servers", {"model": row}, COLUMNS))
-    return finish(run, evals, trainer, tokenizer)
+    return finish(run, evals, trainer, tokenizer, extra)
 
 
 if __name__ == "__main__":

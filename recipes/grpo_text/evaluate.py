@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from openenv_train.client.sync import run_blocking
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.training.evals import results_table
 
 #: The eval table's columns: (header, key, format).
@@ -104,9 +105,15 @@ def mixture_baseline(
 
 
 def evaluate_on_servers(
-    policy: Any, spec: Any, urls: list[str], episodes: int, cfg: Any
+    policy: Any,
+    spec: Any,
+    urls: list[str],
+    episodes: int,
+    cfg: Any,
+    recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
-    """Greedy play of ``episodes`` games of ``spec`` on the servers at ``urls``."""
+    """Greedy play of ``episodes`` games of ``spec`` on the servers at ``urls`` (``recorder``:
+    keep the first ones turn by turn for the run viewer)."""
     from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
 
     r = cfg.rollout
@@ -120,7 +127,7 @@ def evaluate_on_servers(
     )
 
     async def play() -> Any:
-        async with RolloutEngine(spec, policy, urls, config) as engine:
+        async with RolloutEngine(spec, policy, urls, config, recorder=recorder) as engine:
             return await engine.run(["eval"] * episodes, 1)
 
     records = [rec for rec in run_blocking(play()).rows if rec is not None]

@@ -110,11 +110,11 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         # greedy play through the servers: the same games at every eval when the spec seeds them
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
 
-        def play(member: Member, n: int, seed: int) -> dict[str, float]:
+        def play(member: Member, n: int, seed: int, recorder: Any) -> dict[str, float]:
             spec = seeded_spec(cfg, seed, member)
-            return evaluate_on_servers(policy, spec, urls[member.name], n, cfg)
+            return evaluate_on_servers(policy, spec, urls[member.name], n, cfg, recorder)
 
-        def greedy(live: Any, validation: bool) -> dict[str, float]:
+        def greedy(live: Any, validation: bool, recorder: Any) -> dict[str, float]:
             policy.set_model(live)
             n, seed = (
                 (ev.periodic_episodes, ev.seed + VALIDATION_OFFSET)
@@ -122,8 +122,8 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 else (ev.episodes, ev.seed)
             )
             if not cfg.mixture:
-                return play(members[0], n, seed)
-            return per_env({m.name: play(m, n, seed) for m in members})
+                return play(members[0], n, seed, recorder)
+            return per_env({m.name: play(m, n, seed, recorder) for m in members})
 
         baselines, val_baselines, columns, panels, what = report_layout(cfg, tokenizer, urls)
         evals = Evals(
