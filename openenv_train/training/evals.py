@@ -16,12 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from openenv_train.rollout.episode import EpisodeRecorder
+
+if TYPE_CHECKING:
+    from .config import GRPORun
+    from .lifecycle import Run
 
 console = Console()
 Metrics = dict[str, float]
@@ -118,7 +122,7 @@ class Evals:
     what it keeps is the run's own bookkeeping: the results so far, the best weights, the
     rollout counts and the progress display."""
 
-    def __init__(self, run: Any, model: Any, tokenizer: Any, spec: EvalSpec) -> None:
+    def __init__(self, run: Run, model: Any, tokenizer: Any, spec: EvalSpec) -> None:
         from openenv_train.training import (
             LogProgressCallback,
             PeriodicEvalCallback,
@@ -144,7 +148,7 @@ class Evals:
         )
 
     @property
-    def cfg(self) -> Any:
+    def cfg(self) -> GRPORun:
         return self.run.cfg
 
     @property

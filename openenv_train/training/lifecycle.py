@@ -33,8 +33,10 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from ..runtime.signals import STOP_SIGNALS
+from .checks import start_checks
 
 if TYPE_CHECKING:
+    from .config import GRPORun
     from .evals import EvalResult, Evals
 
 console = Console(stderr=True)
@@ -151,7 +153,7 @@ class Run:
     """What :func:`open_run` hands a recipe: the config, the folder, the stop signal, the metrics
     log and the resources to close when the run ends (servers, rollout workers)."""
 
-    cfg: Any
+    cfg: GRPORun
     folder: RunFolder
     stop: GracefulStop
     metrics: Any  # JsonlMetricsCallback
@@ -173,10 +175,12 @@ class Run:
 
 
 @contextlib.contextmanager
-def open_run(cfg: Any) -> Iterator[Run]:
+def open_run(cfg: GRPORun) -> Iterator[Run]:
     """The run of ``cfg`` in ``cfg.run_dir`` (``cfg.resume``: continue it), seeded.
 
-    A failure before training began removes the folder again. Once training began, Ctrl-C
+    First the checks that reach outside the config (``checks.start_checks``: the model folder,
+    ``base_urls`` servers answering), before any folder exists. A failure before training began
+    removes the folder again. Once training began, Ctrl-C
     (the second one, or one in the final evals) ends the ``with`` block and keeps the work:
     :func:`finish` saves it. The resources of :meth:`Run.close_at_end` are closed on the way out,
     where further Ctrl-C presses cannot cut them short.
@@ -188,6 +192,7 @@ def open_run(cfg: Any) -> Iterator[Run]:
     import torch
 
     started = time.perf_counter()
+    start_checks(cfg)
     folder = RunFolder(cfg.run_dir, resume=bool(getattr(cfg, "resume", False)))
     folder.check()
     if cfg.grpo.torch_threads:

@@ -24,8 +24,7 @@ from ..policy.lora import load_state, trainable_state
 from ..rollout.episode import RolloutConfig
 from ..rollout.spec import TextEnvSpec
 from .overlap import check_in_process
-from .rollout import config_for, tokenizer_of
-from .rollout_func import unwrap_model
+from .trainer_policy import config_for, tokenizer_of, unwrap_model
 
 
 def _child(

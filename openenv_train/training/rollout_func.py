@@ -21,15 +21,7 @@ from typing import Any, Protocol
 from ..client.sync import LoopThread
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner, freeze_heap_once
-
-
-def unwrap_model(trainer: Any) -> Any:
-    """The trainer's model without its accelerator wrapper (DDP and the like)."""
-    model = trainer.model
-    accelerator = getattr(trainer, "accelerator", None)
-    if accelerator is not None:
-        model = accelerator.unwrap_model(model)
-    return model
+from .trainer_policy import unwrap_model
 
 
 def group_size_of(trainer: Any, group_size: int | None) -> int:

@@ -30,10 +30,10 @@ from openenv_train.training.grpo import (
     reward_funcs,
     start_servers,
     trainer_class,
-    trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.rollout_builders import rollout_func_from_config
 
 from .config import RecipeConfig, load_config
 
@@ -98,7 +98,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             state_weight_power=r.state_weight_power,
             deal_pool_size=r.deal_pool_size,
         )
-        rollout_func = trainer_rollout_func(cfg, spec, servers, urls, evals.on_batch)
+        rollout_func = rollout_func_from_config(cfg, spec, servers, urls, evals.on_batch)
         run.close_at_end(rollout_func.close)
         trainer = trainer_class(cfg)(
             model=model,
