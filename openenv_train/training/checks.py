@@ -13,9 +13,12 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
+
+if TYPE_CHECKING:
+    from .config import RunConfig
 
 
 class ConfigError(ValueError):
@@ -137,7 +140,7 @@ def check_hub_model(repo_id: str, key: str = "model.path") -> None:
     )
 
 
-def start_checks(cfg: Any, base: Path | None = None) -> None:
+def start_checks(cfg: RunConfig, base: Path | None = None) -> None:
     """What the run needs from outside the config, checked when it starts (``open_run``), before
     the run folder exists: the model folder (a relative ``model.path`` resolves against ``base``,
     default the working directory) and every ``base_urls`` server answering (the env section's,
@@ -150,7 +153,7 @@ def start_checks(cfg: Any, base: Path | None = None) -> None:
             check_servers_answer(list(urls))
 
 
-def check_model_folder(cfg: Any, base: Path | None = None) -> None:
+def check_model_folder(cfg: RunConfig, base: Path | None = None) -> None:
     """Fail now (not after warm-up) on a model folder that is not there; a relative
     ``model.path`` resolves against ``base`` (and is stored resolved)."""
     model = getattr(cfg, "model", None)

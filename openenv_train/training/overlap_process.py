@@ -32,7 +32,7 @@ def _child(
     spec: Any,
     urls: list[str],
     tokens: dict[str, str],
-    cfg: Any,
+    cfg: RolloutConfig,
     model: Any,
     tok: Any,
     g: int,

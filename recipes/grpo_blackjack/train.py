@@ -23,6 +23,7 @@ from blackjack_env.evaluation import (
 )
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
 
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.training.evals import EvalResult, Evals, EvalSpec, console, results_table
 from openenv_train.training.grpo import (
     grpo_args,
@@ -56,7 +57,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's hands, apart from the final ones
 
-        def greedy(live: Any, validation: bool, recorder: Any) -> dict[str, float]:
+        def greedy(
+            live: Any, validation: bool, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             policy.set_model(live)
             hands, seed = (ev.periodic_hands, val_seed) if validation else (ev.hands, ev.seed)
             return evaluate_policy(

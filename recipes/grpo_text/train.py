@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.rollout.mixture import MixtureMember, env_metric
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import (
@@ -104,11 +105,15 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         # greedy play through the servers: the same games at every eval when the spec seeds them
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
 
-        def play(member: Member, n: int, seed: int, recorder: Any) -> dict[str, float]:
+        def play(
+            member: Member, n: int, seed: int, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             spec = seeded_spec(cfg, seed, member)
             return evaluate_on_servers(policy, spec, urls[member.name], n, cfg, recorder)
 
-        def greedy(live: Any, validation: bool, recorder: Any) -> dict[str, float]:
+        def greedy(
+            live: Any, validation: bool, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             policy.set_model(live)
             n, seed = (
                 (ev.periodic_episodes, ev.seed + VALIDATION_OFFSET)
