@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import ConnectionLostError, InfrastructureError
 from ..policy.base import Generation, Policy
-from .episode import Reply, RolloutConfig, play_episode
+from .episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
 from .groups import Attempt
 from .pool import PooledSession, SessionPool
 from .records import EpisodeRecord, MissingRewardError, RolloutBatch
@@ -69,10 +69,13 @@ class RolloutEngine(EpisodeRunner):
         policy: Policy,
         servers: Sequence[Any],
         config: RolloutConfig | None = None,
+        *,
+        recorder: EpisodeRecorder | None = None,
     ) -> None:
         super().__init__(config or RolloutConfig(), policy)
         cfg = self.config
         self.spec = spec
+        self.recorder = recorder  # keeps the episodes' turns for the run viewer (evals)
         self.pool = SessionPool(
             lambda url: spec.make_client(
                 url, timeout=cfg.client_timeout_s, connect_timeout=cfg.connect_timeout_s
@@ -165,6 +168,7 @@ class RolloutEngine(EpisodeRunner):
             config=cfg,
             respond=respond,
             sampling=self.sampling,
+            recorder=self.recorder,
         )
         if episode.stop == "invalid":
             reward = float(spec.invalid_action_reward)

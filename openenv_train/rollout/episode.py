@@ -11,8 +11,7 @@ text that would overflow the budget ends the episode instead), and the token rec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -139,15 +138,26 @@ async def play_episode(
     respond: Respond,
     sampling: SamplingSettings | None = None,
     tools: list[dict[str, Any]] | None = None,
+    recorder: EpisodeRecorder | None = None,
 ) -> Episode:
     """Alternate model turns and ``respond`` until it stops the episode or a limit is reached.
 
     ``generate(context_ids, sampling)`` samples one turn (usually ``GenerationBatcher.generate``,
-    so concurrent episodes share policy calls); ``tools`` go to the chat template.
+    so concurrent episodes share policy calls); ``tools`` go to the chat template. ``recorder``
+    (given by whoever wants the run viewer's samples) keeps the episode decoded turn by turn.
     """
-    slot = _RECORDERS[-1].reserve() if _RECORDERS else None
+    slot = recorder.reserve() if recorder is not None else None
     last: list[Reply] = []
-    episode = await _loop(messages, generate, codec, config, respond, sampling, tools, last)
+    episode = await _loop(
+        messages,
+        generate,
+        codec,
+        config,
+        respond,
+        sampling,
+        tools,
+        last if slot is not None else None,
+    )
     if slot is not None:
         slot.fill(episode, codec, last[-1] if last else None)
     return episode
@@ -161,7 +171,7 @@ async def _loop(
     respond: Respond,
     sampling: SamplingSettings | None,
     tools: list[dict[str, Any]] | None,
-    last: list[Reply],
+    last: list[Reply] | None,
 ) -> Episode:
     sampling = sampling or config.sampling(codec.tokenizer)
     tokens = EpisodeTokens(codec.prompt_ids(messages, tools))
@@ -183,7 +193,7 @@ async def _loop(
         tokens.add_model(list(gen.token_ids), list(gen.logprobs))
         turns += 1
         reply = await respond(gen)
-        if _RECORDERS:
+        if last is not None:  # recorded: the end's text and reward
             last[:] = [reply]
         if reply.stop:
             return Episode(tokens, turns, reply.stop)
@@ -206,9 +216,10 @@ class _Slot:
 
 
 class EpisodeRecorder:
-    """Keeps the first ``limit`` episodes :func:`play_episode` plays while it is active (in the
-    order they start, so seeded evals line up), decoded turn by turn: the run viewer's samples.
-    Nothing is decoded or kept while no recorder is active."""
+    """Keeps the first ``limit`` episodes it is given (``play_episode(..., recorder=)``,
+    ``RolloutEngine(..., recorder=)``) in the order they start, so seeded evals line up, decoded
+    turn by turn: the run viewer's samples. Like Gymnasium's recording wrappers it is passed in
+    by whoever wants the records; an episode played without one decodes and keeps nothing."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -222,22 +233,8 @@ class EpisodeRecorder:
 
     @property
     def episodes(self) -> list[dict[str, Any]]:
-        """The episodes that ended (one still in play when recording stopped is left out)."""
+        """The episodes that ended (one still in play is left out)."""
         return [e for e in self._episodes if e]
-
-
-_RECORDERS: list[EpisodeRecorder] = []
-
-
-@contextmanager
-def recording(limit: int) -> Iterator[EpisodeRecorder]:
-    """Record up to ``limit`` episodes played inside the ``with`` block (any thread)."""
-    recorder = EpisodeRecorder(limit)
-    _RECORDERS.append(recorder)
-    try:
-        yield recorder
-    finally:
-        _RECORDERS.remove(recorder)
 
 
 def episode_turns(episode: Episode, codec: TokenCodec, last: Reply | None) -> dict[str, Any]:

@@ -29,12 +29,18 @@ _heap_frozen = False
 
 
 def freeze_heap_once() -> None:
-    """Take every object alive now out of the garbage collector's full passes, once a process.
+    """The process's garbage-collector policy, in this one place: take every object alive now
+    out of the collector's full passes (``gc.freeze``), once a process, after one last
+    collection.
 
-    A training process holds millions of long-lived objects (torch, the model, the tokenizer,
-    the dataset); every full collection that the rollouts' allocations trigger walks them all:
-    with BlackJack a fifth of the engine's client CPU was the collector. Garbage is collected
-    first, so nothing dead is kept; objects made later are collected as before.
+    Why: a training process holds millions of long-lived objects (torch, transformers, TRL, the
+    model, the tokenizer, the dataset); every full collection that the rollouts' allocations
+    trigger walks them all while holding the GIL, stalling the rollout loop and the trainer
+    alike: with BlackJack a fifth of the engine's client CPU was the collector, and freezing at
+    the first rollout halved the rollout loop's CPU per 512-episode batch (0.37 s -> 0.19 s).
+    Garbage is collected first, so nothing dead is kept; objects made later are collected as
+    before. Called where the long-lived objects exist: a runner's first run, a TRL rollout
+    function's first call, the overlap producer process once its engine is built.
     """
     global _heap_frozen
     if not _heap_frozen:

@@ -1,5 +1,7 @@
 """The one training package: ``config`` (the one config schema), ``RolloutFunc`` (TRL's
-``rollout_func`` with interchangeable strategies: engine, overlap, Ray fleet, harness, agents),
+``rollout_func``, built by ``build_rollout_func`` from what it plays: an env's engine (optionally
+overlapped), a mixture, a Ray fleet, the harness, agents; ``rollout_func_from_config`` for a
+recipe's config),
 ``environment_factory`` classes from MCP tools, reward functions, the warm-ups and training
 callbacks; and what every GRPO recipe calls in order: ``lifecycle`` (one run: folder, Ctrl-C,
 resume, save), ``evals`` (greedy evals, keep-best, summary), ``grpo`` (GRPOConfig, trainer class,
@@ -8,7 +10,7 @@ servers) and ``model``.
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 """
 
-from .agent_rollout import make_agent_rollout_func
+from .agent_rollout import AgentPlays, make_agent_rollout_func
 from .callbacks import (
     JsonlMetricsCallback,
     LogProgressCallback,
@@ -20,16 +22,27 @@ from .callbacks import (
 from .environment import list_server_tools, make_environment_class, release_callback
 from .passk_harness import PassAtKHarness, PassAtKParameters
 from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
-from .rollout import (
+from .rollout_builders import (
+    EnvPlays,
+    HarnessPlays,
+    MixturePlays,
+    build_rollout_func,
     make_harness_rollout_func,
     make_mixture_rollout_func,
     make_rollout_func,
-    policy_for_trainer,
+    rollout_func_from_config,
 )
 from .rollout_func import RolloutFunc, RolloutStats, RolloutStrategy, RunnerStrategy
+from .trainer_policy import policy_for_trainer
 from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmup
 
 __all__ = [
+    "AgentPlays",
+    "EnvPlays",
+    "HarnessPlays",
+    "MixturePlays",
+    "build_rollout_func",
+    "rollout_func_from_config",
     "JsonlMetricsCallback",
     "LogProgressCallback",
     "PassAtKHarness",

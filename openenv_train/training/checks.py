@@ -1,5 +1,10 @@
 """Start-time checks: every mistake a config can hold fails before the run folder or the model
-exists, in one line that names the key and the fix (no torch, no transformers imported here)."""
+exists, in one line that names the key and the fix (no torch, no transformers imported here).
+
+Two moments: at load, what the config names must import here (``check_reporters``,
+``import_target``, called by ``RunConfig.check_start``); when the run starts
+(``lifecycle.open_run``), :func:`start_checks` reaches the filesystem and the servers: the model
+folder, and every ``base_urls`` server answering. The schema itself does no I/O."""
 
 from __future__ import annotations
 
@@ -7,9 +12,18 @@ import importlib
 import importlib.util
 import os
 import sys
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+
+
+class ConfigError(ValueError):
+    """A recipe config value is wrong; the message names the key and the fix."""
+
 
 #: ``report_to`` backends transformers knows, with the package each one imports and the command
 #: that installs it.
@@ -124,3 +138,49 @@ def check_hub_model(repo_id: str, key: str = "model.path") -> None:
         "(offline, or HF_HUB_OFFLINE set); download it where there is a network "
         f"(`huggingface-cli download {repo_id}`) or give a folder saved with save_pretrained"
     )
+
+
+def start_checks(cfg: RunConfig, base: Path | None = None) -> None:
+    """What the run needs from outside the config, checked when it starts (``open_run``), before
+    the run folder exists: the model folder (a relative ``model.path`` resolves against ``base``,
+    default the working directory) and every ``base_urls`` server answering (the env section's,
+    each mixture member's). Raises :class:`ConfigError` naming the key and the fix."""
+    check_model_folder(cfg, Path.cwd() if base is None else base)
+    env = getattr(cfg, "env", None)
+    for section in [env, *(getattr(env, "mixture", None) or [])]:
+        urls = getattr(section, "base_urls", None)
+        if urls:
+            check_servers_answer(list(urls))
+
+
+def check_model_folder(cfg: RunConfig, base: Path | None = None) -> None:
+    """Fail now (not after warm-up) on a model folder that is not there; a relative
+    ``model.path`` resolves against ``base`` (and is stored resolved)."""
+    model = getattr(cfg, "model", None)
+    path = getattr(model, "path", None)
+    if model is None or not path or getattr(model, "hub", False):
+        return  # a hub model is checked when the run starts (training/model.py)
+    p = Path(path) if Path(path).is_absolute() or base is None else base / path
+    if not p.is_dir() or not (p / "config.json").is_file():
+        keys = type(model).model_fields
+        hub = ", set model.hub: true for a hub id" if "hub" in keys else ""
+        tiny = ", or null to build the tiny model" if "tiny" in keys else ""
+        raise ConfigError(
+            f"model.path: {path!r} is not a model folder (no config.json at {p}); give a folder "
+            f"saved with save_pretrained{hub}{tiny}"
+        )
+    model.path = str(p)
+
+
+def check_servers_answer(urls: list[str]) -> None:
+    """``env.base_urls``: every server answers ``GET /health`` now, not as an all-zero eval and a
+    dropped-groups traceback after the warm-up."""
+    from openenv_train.runtime.health import probe
+
+    for url in urls:
+        status, _, what = probe(url, timeout=5.0)
+        if status != 200:
+            raise ConfigError(
+                f"env.base_urls: {url} does not answer ({what}); start the env server there "
+                "(openenv-train serve ...) or remove env.base_urls to let the run start its own"
+            )

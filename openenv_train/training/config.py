@@ -1,9 +1,10 @@
-"""The one config schema of the recipes: strict sections, a run base, one loader, one error format.
+"""The one config schema of the recipes: strict sections and a run base (no I/O: loading is
+``config_loader.py``, the checks that reach servers or the filesystem run at start, ``checks.py``).
 
 A recipe's ``config.py`` subclasses what it needs: a section to change a default or add a key,
-:class:`RunConfig` to declare its ``recipe`` name and sections. Every mistake fails at load with
-a :class:`ConfigError` that names the YAML key (``grpo.num_generations``) and the fix; unknown keys
-are rejected. A key is documented by the ``#:`` comment above it (``openenv-train config-keys``
+:class:`RunConfig` to declare its ``recipe`` name and sections. Unknown keys are rejected; a
+wrong value fails with a :class:`ConfigError` that names the YAML key (``grpo.num_generations``)
+and the fix. A key is documented by the ``#:`` comment above it (``openenv-train config-keys``
 reads those for the README tables).
 
 Sections come in two sizes where a recipe cannot honor every key: :class:`LocalModelSection`
@@ -17,29 +18,23 @@ recipe takes it.
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
     StringConstraints,
-    ValidationError,
     model_validator,
 )
 
 from openenv_train.runtime.ray_cluster import RaySettings
 
+from .checks import ConfigError as ConfigError  # re-exported: the error every config check raises
 from .checks import ReportTo, check_reporters, import_target
-
-
-class ConfigError(ValueError):
-    """A recipe config value is wrong; the message names the key and the fix."""
 
 
 class StrictModel(BaseModel):
@@ -417,130 +412,54 @@ class RunConfig(StrictModel):
     def run_dir(self) -> Path:
         return Path(self.output_dir) / self.name
 
-    def check_paths(self, base: Path | None = None) -> None:
-        """Fail now (not after warm-up) on a model folder that is not there; a relative
-        ``model.path`` resolves against ``base``."""
-        model = getattr(self, "model", None)
-        path = getattr(model, "path", None)
-        if model is None or not path or getattr(model, "hub", False):
-            return  # a hub model is checked when the run starts (training/model.py)
-        p = Path(path) if Path(path).is_absolute() or base is None else base / path
-        if not p.is_dir() or not (p / "config.json").is_file():
-            keys = type(model).model_fields
-            hub = ", set model.hub: true for a hub id" if "hub" in keys else ""
-            tiny = ", or null to build the tiny model" if "tiny" in keys else ""
-            raise ConfigError(
-                f"model.path: {path!r} is not a model folder (no config.json at {p}); give a folder "
-                f"saved with save_pretrained{hub}{tiny}"
-            )
-        model.path = str(p)
-
     def check_start(self) -> None:
-        """What would otherwise fail after the warm-up: reporters and their packages, the env app
-        (imported here unless it runs elsewhere: given ``base_urls``, a container runtime)."""
+        """That what the config names can be imported here (``config_loader.parse_config`` runs
+        it after validation): the reporters' packages, the env app (unless it runs elsewhere:
+        given ``base_urls``, a container runtime). A recipe extends it for its own names. No
+        network, no files: those checks run when the run starts (``checks.start_checks``)."""
         check_reporters(self.report_to)
         env = getattr(self, "env", None)
-        if not isinstance(env, LocalEnvSection):
-            return
-        if env.base_urls:
-            check_servers_answer(env.base_urls)
+        if not isinstance(env, LocalEnvSection) or env.base_urls:
             return
         if getattr(env, "runtime", "local") in ("local", "ray"):
             example = type(env).model_fields["app"].default
             import_target(env.app, "env.app", example if isinstance(example, str) else "my_env:app")
 
 
-def check_servers_answer(urls: list[str]) -> None:
-    """``env.base_urls``: every server answers ``GET /health`` now, not as an all-zero eval and a
-    dropped-groups traceback after the warm-up."""
-    from openenv_train.runtime.health import probe
+class GRPORun(Protocol):
+    """What the shared GRPO helpers (``grpo.py``, ``model.py``, ``lifecycle.py``, ``evals.py``)
+    read of a recipe's config: a :class:`RunConfig` with ``model``, ``env``, ``grpo`` and
+    ``eval`` sections (any subclass of each). Read-only, so a recipe's narrower sections fit."""
 
-    for url in urls:
-        status, _, what = probe(url, timeout=5.0)
-        if status != 200:
-            raise ConfigError(
-                f"env.base_urls: {url} does not answer ({what}); start the env server there "
-                "(openenv-train serve ...) or remove env.base_urls to let the run start its own"
-            )
-
-
-ConfigT = TypeVar("ConfigT", bound=RunConfig)
-
-
-def _keys(model: Any, prefix: str = "") -> list[str]:
-    """Every dotted key of a config schema (sections and their keys)."""
-    out: list[str] = []
-    for name, field in getattr(model, "model_fields", {}).items():
-        out.append(prefix + name)
-        if hasattr(field.annotation, "model_fields"):
-            out += _keys(field.annotation, f"{prefix}{name}.")
-    return out
-
-
-def nearest_key(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | None:
-    """The known key closest in spelling to the unknown one at ``loc``: in its own section
-    (``grpo.learning_rate`` for ``grpo.learnig_rate``), else anywhere (``grpo.max_steps`` for a
-    top-level ``max_step``); None when nothing is close."""
-    section = ".".join(map(str, loc[:-1]))
-    keys = _keys(schema)
-    siblings = {k.rpartition(".")[2]: k for k in keys if k.rpartition(".")[0] == section}
-    close = difflib.get_close_matches(str(loc[-1]), list(siblings), n=1, cutoff=0.6)
-    if close:
-        return siblings[close[0]]
-    leaves: dict[str, str] = {}
-    for k in keys:
-        leaves.setdefault(k.rpartition(".")[2], k)
-    close = difflib.get_close_matches(str(loc[-1]), list(leaves), n=1, cutoff=0.8)
-    return leaves[close[0]] if close else None
+    @property
+    def name(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def report_to(self) -> list[str]: ...
+    @property
+    def progress(self) -> bool: ...
+    @property
+    def resume(self) -> bool: ...
+    @property
+    def run_dir(self) -> Path: ...
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def lora(self) -> LoraSection: ...
+    @property
+    def model(self) -> LocalModelSection: ...
+    @property
+    def env(self) -> LocalEnvSection: ...
+    @property
+    def grpo(self) -> CoreGRPOSection: ...
+    @property
+    def eval(self) -> EvalSection: ...
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
 
 
-def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | None = None) -> str:
-    """One line per wrong key: the dotted key, what is wrong and the fix."""
-    lines = []
-    for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
-        if e["type"] == "extra_forbidden":
-            near = nearest_key(schema, tuple(e["loc"]))
-            hint = f"did you mean `{near}`? " if near else ""
-            lines.append(
-                f"{key}: unknown key; {hint}remove it or check its spelling (see {example})"
-            )
-            continue
-        msg = e["msg"].removeprefix("Value error, ")
-        lines.append(msg if not key or msg.startswith(key.split(".")[0]) else f"{key}: {msg}")
-    return "invalid recipe config:\n  " + "\n  ".join(lines)
+class EngineRun(GRPORun, Protocol):
+    """A :class:`GRPORun` whose rollouts run on the engine: it also has a ``rollout`` section."""
 
-
-def parse_config(data: Any, schema: type[ConfigT], base: Path | None = None) -> ConfigT:
-    """A checked ``schema`` config from a dict (paths relative to ``base``); raises
-    :class:`ConfigError` naming the key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"a recipe config must be a YAML mapping, got {type(data).__name__}")
-    try:
-        cfg = schema.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(format_errors(err, schema.example, schema)) from None
-    try:
-        cfg.check_paths(base)
-        cfg.check_start()
-    except ConfigError:
-        raise
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-    return cfg
-
-
-def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
-    """Load and check a YAML config; a relative model.path resolves against the working directory."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(
-            f"config file {str(path)!r} does not exist; pass a YAML file like {schema.example}"
-        )
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{p}: not valid YAML: {err}") from None
-    cfg = parse_config({} if data is None else data, schema, base=Path.cwd())
-    cfg.given_as(str(p))
-    return cfg
+    @property
+    def rollout(self) -> RolloutSection: ...

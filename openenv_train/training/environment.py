@@ -102,16 +102,17 @@ def tool_method(tool: Tool) -> Callable[..., Any]:
     doc = summary + ("\n\nArgs:\n" + "\n".join(arg_lines) if arg_lines else "")
     doc += "\n\nReturns:\n    The tool's result as text."
     names = [p.name for p in params[1:]]
+    signature = inspect.Signature(params, return_annotation=str)
 
     def method(self: Any, *args: Any, **kwargs: Any) -> str:
-        bound = method.__signature__.bind(self, *args, **kwargs)  # type: ignore[attr-defined]
+        bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         arguments = {k: bound.arguments[k] for k in names if bound.arguments.get(k) is not None}
         return self._call_tool(tool.name, arguments)
 
     method.__name__ = method.__qualname__ = tool.name
     method.__doc__ = doc
-    method.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = signature  # what inspect.signature (TRL's tool schema) reads
     method.__annotations__ = annotations
     return method
 

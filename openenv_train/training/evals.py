@@ -3,7 +3,9 @@ after training, the best weights (kept in memory and checkpointed to ``best/`` w
 improve), rollout counts, progress, ``summary.json`` and ``curve.png``.
 
 A recipe describes its evals as data (:class:`EvalSpec`: its greedy-eval function, score key,
-table columns, report line); :class:`Evals` is the same bookkeeping for every recipe.
+table columns, report line); :class:`Evals` is the same bookkeeping for every recipe. Every eval's
+outcome is a value (:class:`EvalResult`) that :class:`Evals` returns; a recipe's own extra evals
+reach ``summary.json`` the same way (``lifecycle.finish(..., extra=[EvalResult(...)])``).
 """
 
 from __future__ import annotations
@@ -13,12 +15,17 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from openenv_train.rollout.episode import recording
+from openenv_train.rollout.episode import EpisodeRecorder
+
+if TYPE_CHECKING:
+    from .config import GRPORun
+    from .lifecycle import Run
 
 console = Console()
 Metrics = dict[str, float]
@@ -44,11 +51,14 @@ def results_table(
 
 @dataclass
 class EvalSpec:
-    """What a recipe's evals are. ``greedy(model, validation)`` plays the live model greedily:
-    the final games (``validation=False``, before and after training) or the validation games of
-    the periodic evals (the curve; seeded apart, so watching them selects nothing)."""
+    """What a recipe's evals are. ``greedy(model, validation, recorder)`` plays the live model
+    greedily: the final games (``validation=False``, before and after training) or the validation
+    games of the periodic evals (the curve; seeded apart, so watching them selects nothing).
+    ``recorder`` (an ``EpisodeRecorder`` or None) is handed to the episode loop where the run
+    viewer wants samples (periodic evals with ``eval.trajectories`` > 0); evals that play no
+    ``play_episode`` loop may ignore it."""
 
-    greedy: Callable[[Any, bool], Metrics]
+    greedy: Callable[[Any, bool, EpisodeRecorder | None], Metrics]
     #: the metric keep-best maximises
     score_key: str
     #: the tables' columns: (header, metric key, format spec)
@@ -73,6 +83,25 @@ class EvalSpec:
     episodes_per_step: int = 0
 
 
+@dataclass(frozen=True)
+class EvalResult:
+    """One eval's outcome, a value: ``label`` (its row in the tables), ``step`` (optimizer steps
+    when it ran), ``metrics`` (read-only) and ``key``: what it is in ``summary.json``
+    (``before``, ``eval`` for a curve point, ``after_last``, ``after_best``, or a recipe's own
+    key such as ``after_via_servers``)."""
+
+    label: str
+    step: int
+    metrics: Mapping[str, float]
+    key: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+
+    def as_dict(self) -> Metrics:
+        return dict(self.metrics)
+
+
 def write_trajectories(run_dir: Path, step: int, episodes: list[dict[str, Any]], env: Any) -> Path:
     """``trajectories/step_NNNNNN.jsonl``: one periodic eval's sample, one episode a line, each
     with its ``task`` (its place among the eval's seeded games: the same task at every eval)."""
@@ -87,9 +116,13 @@ def write_trajectories(run_dir: Path, step: int, episodes: list[dict[str, Any]],
 
 
 class Evals:
-    """The eval state of one run (``run``: :class:`~openenv_train.training.lifecycle.Run`)."""
+    """The eval state of one run (``run``: :class:`~openenv_train.training.lifecycle.Run`).
 
-    def __init__(self, run: Any, model: Any, tokenizer: Any, spec: EvalSpec) -> None:
+    Its outcomes are :class:`EvalResult` values it returns (``begin``, ``record``, ``after``);
+    what it keeps is the run's own bookkeeping: the results so far, the best weights, the
+    rollout counts and the progress display."""
+
+    def __init__(self, run: Run, model: Any, tokenizer: Any, spec: EvalSpec) -> None:
         from openenv_train.training import (
             LogProgressCallback,
             PeriodicEvalCallback,
@@ -97,29 +130,44 @@ class Evals:
         )
 
         self.run, self.model, self.tokenizer, self.spec = run, model, tokenizer, spec
-        self.cfg, self.metrics = run.cfg, run.metrics
-        self.curve: list[tuple[int, Metrics]] = []
-        self.best: dict[str, Any] = {}
-        self.rows: dict[str, Metrics] = {}
-        self.extra: dict[str, Any] = {}  # more summary.json keys (e.g. after_via_servers)
+        self.results: list[EvalResult] = []  # in the order they ran (curve points included)
+        self.best: dict[str, Any] = {}  # step, score (and the weights while in memory)
         self.episodes = self.batches = 0
-        self.train_s, self._train_t0 = 0.0, time.perf_counter()
-        self.last: Metrics | None = None
-        self.after_: Metrics | None = None
-        self.saved_step = 0
+        self._train_t0 = time.perf_counter()
+        self._train_s = 0.0
+        self.saved_step = 0  # the step of the weights model/ holds
         self.progress: Any = None
-        if self.cfg.progress:
+        if run.cfg.progress:
             self.progress = LogProgressCallback.or_rich(
-                RichProgressCallback(f"GRPO {self.cfg.name}", fields=spec.progress_fields),
-                every=self.cfg.grpo.logging_steps,
+                RichProgressCallback(f"GRPO {run.cfg.name}", fields=spec.progress_fields),
+                every=run.cfg.grpo.logging_steps,
             )
         self._sample: list[dict[str, Any]] | None = None
         self.periodic = PeriodicEvalCallback(
-            lambda _model: self.validation(), self.cfg.eval.every, self.record
+            lambda _model: self.validation(), run.cfg.eval.every, self.record
         )
 
-    def greedy(self, validation: bool = False) -> Metrics:
-        return self.spec.greedy(self.model, validation)
+    @property
+    def cfg(self) -> GRPORun:
+        return self.run.cfg
+
+    @property
+    def metrics(self) -> Any:
+        """The run's ``metrics.jsonl`` writer."""
+        return self.run.metrics
+
+    @property
+    def curve(self) -> list[tuple[int, Metrics]]:
+        """The periodic evals (one per step, the latest wins): the learning curve."""
+        points = {r.step: r.as_dict() for r in self.results if r.key == "eval"}
+        return sorted(points.items())
+
+    def result(self, key: str) -> EvalResult | None:
+        """The latest result with summary key ``key`` (``before``, ``after_last`` ...)."""
+        return next((r for r in reversed(self.results) if r.key == key), None)
+
+    def greedy(self, validation: bool = False, recorder: EpisodeRecorder | None = None) -> Metrics:
+        return self.spec.greedy(self.model, validation, recorder)
 
     def validation(self) -> Metrics:
         """A periodic eval (greedy, validation games), keeping a sample of its episodes that
@@ -127,17 +175,22 @@ class Evals:
         limit = self.cfg.eval.trajectories
         if not limit:
             return self.greedy(validation=True)
-        with recording(limit) as recorder:
-            metrics = self.greedy(validation=True)
+        recorder = EpisodeRecorder(limit)
+        metrics = self.greedy(validation=True, recorder=recorder)
         self._sample = recorder.episodes
         return metrics
 
-    def table(self, when: str, rows: dict[str, Metrics]) -> Table:
+    def table(self, when: str, rows: Mapping[str, Mapping[str, float]]) -> Table:
         return results_table(self.spec.table_title.format(when), rows, self.spec.columns)
 
-    def begin(self) -> None:
-        """A fresh run: the untrained model on the final games (printed) and on the validation
-        games (the curve's first point). A resumed one: its eval before, curve and best."""
+    def _add(self, result: EvalResult) -> EvalResult:
+        self.results.append(result)
+        return result
+
+    def begin(self) -> EvalResult | None:
+        """A fresh run: the untrained model on the final games (printed, returned) and on the
+        validation games (the curve's first point). A resumed one: its eval before (returned),
+        curve and best, from its metrics."""
         curve_baselines = self.spec.curve_baselines
         if curve_baselines is None:
             curve_baselines = self.spec.validation_baselines
@@ -146,13 +199,16 @@ class Evals:
         if self.run.resume:
             self.restore(self.run.restored)
             console.print(f"resuming {self.run.path} from {self.run.folder.last_checkpoint()}")
-            return
+            return self.result("before")
         t0 = time.perf_counter()
-        self.rows["model before"] = before = self.greedy()
+        before = self._add(EvalResult("model before", 0, self.greedy(), "before"))
         console.print(f"eval before training: {time.perf_counter() - t0:.1f}s")
-        self.metrics.write("eval_before", 0, before)
-        console.print(self.table("before training", {"model": before, **self.spec.baselines}))
+        self.metrics.write("eval_before", 0, before.as_dict())
+        console.print(
+            self.table("before training", {"model": before.metrics, **self.spec.baselines})
+        )
         self.record(0, self.validation())
+        return before
 
     def restore(self, rows: list[dict[str, Any]]) -> None:
         """Pick up a resumed run from its metrics: eval before, curve, episode count, best."""
@@ -164,12 +220,12 @@ class Evals:
                 if k not in ("kind", "step", "time_s")
             }
             if row.get("kind") == "eval_before":
-                self.rows["model before"] = data
+                self._add(EvalResult("model before", 0, data, "before"))
             elif row.get("kind") == "rollout":
                 self.batches = max(self.batches, int(row["step"]))
                 self.episodes = max(self.episodes, int(data.get("episodes", 0)))
             elif row.get("kind") == "eval":
-                self.curve = [c for c in self.curve if c[0] != row["step"]] + [(row["step"], data)]
+                self._add(EvalResult(f"step {row['step']}", int(row["step"]), data, "eval"))
                 self.episodes = max(self.episodes, int(data.get("episodes", 0)))
         best = self.run.path / "best" / "best.json"
         if best.is_file():
@@ -197,13 +253,14 @@ class Evals:
         if self.progress is not None:
             self.progress.set_status(episodes=self.episodes)
 
-    def record(self, step: int, m: Metrics) -> None:
-        """A periodic eval: the curve, keep-best, metrics.jsonl and the progress line."""
+    def record(self, step: int, m: Metrics) -> EvalResult:
+        """A periodic eval: the curve, keep-best, metrics.jsonl and the progress line. ``m``
+        gains ``episodes`` and ``wall_s`` (the trainer's log shows them too)."""
         if self.spec.episodes_per_step:
             self.episodes = step * self.spec.episodes_per_step
         m["episodes"] = self.episodes
         m["wall_s"] = round(time.perf_counter() - self.run.started, 1)
-        self.curve = [c for c in self.curve if c[0] != step] + [(step, m)]
+        point = self._add(EvalResult(f"step {step}", step, m, "eval"))
         better = m[self.spec.score_key] > self.best.get("score", float("-inf"))
         if self.cfg.eval.keep_best and step > 0 and better:
             self._checkpoint_best(step, m[self.spec.score_key])
@@ -215,6 +272,7 @@ class Evals:
             self.progress.set_status(**{k: m[key] for k, key in self.spec.status.items()})
         else:
             console.print(f"step {step}: " + self.spec.line.format(**m))
+        return point
 
     def _checkpoint_best(self, step: int, score: float) -> None:
         """Keep the best weights in memory and on disk (``best/``), so Ctrl-C or a crash keeps them."""
@@ -247,66 +305,81 @@ class Evals:
             return True
         return False
 
-    def after(self, trainer: Any) -> None:
-        """Final evals of the last weights and (loaded into the model) the best periodic ones."""
-        self.train_s = time.perf_counter() - self._train_t0
+    def after(self, trainer: Any) -> tuple[EvalResult, ...]:
+        """Final evals of the last weights and (loaded into the model) the best periodic ones;
+        printed beside the eval before and the baselines, and returned."""
+        self._train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step
         self.model = trainer.model
         t0 = time.perf_counter()
-        self.rows[f"model after (last, step {step})"] = last = self.greedy()
+        label = f"model after (last, step {step})"
+        out = [self._add(EvalResult(label, step, self.greedy(), "after_last"))]
+        self.saved_step = step
         console.print(f"eval after training: {time.perf_counter() - t0:.1f}s")
-        self.metrics.write("eval_after", step, {**last, "which": "last"})
-        self.last, self.after_, self.saved_step = last, last, step
+        self.metrics.write("eval_after", step, {**out[0].metrics, "which": "last"})
         if self.best and self.best["step"] != step and self.load_best():
-            self.after_ = self.greedy()
-            self.saved_step = self.best["step"]
-            name = f"model after (best periodic eval, step {self.saved_step}, saved)"
-            self.rows[name] = self.after_
-            self.metrics.write("eval_after", self.saved_step, {**self.after_, "which": "best"})
-        console.print(self.table(f"after {step} GRPO steps", {**self.rows, **self.spec.baselines}))
+            saved = self.best["step"]
+            label = f"model after (best periodic eval, step {saved}, saved)"
+            out.append(self._add(EvalResult(label, saved, self.greedy(), "after_best")))
+            self.saved_step = saved
+            self.metrics.write("eval_after", saved, {**out[-1].metrics, "which": "best"})
+        rows = {r.label: r.metrics for r in self.results if r.key != "eval"}
+        console.print(self.table(f"after {step} GRPO steps", {**rows, **self.spec.baselines}))
+        return tuple(out)
 
     def interrupted(self, trainer: Any) -> None:
         """Ctrl-C: no final evals; the best weights so far go to ``model/`` (else the last)."""
-        self.train_s = time.perf_counter() - self._train_t0
+        self._train_s = time.perf_counter() - self._train_t0
         step = trainer.state.global_step if trainer is not None else 0
         if trainer is not None:
             self.model = trainer.model
-        self.last = self.after_ = None
         self.saved_step = step
         if self.best and self.best["step"] != step and self.load_best():
             self.saved_step = self.best["step"]
 
     def summary(
-        self, model_dir: Path, steps: int, *, interrupted: bool, checkpoint: str | None
+        self,
+        model_dir: Path,
+        steps: int,
+        *,
+        interrupted: bool,
+        checkpoint: str | None,
+        extra: Sequence[EvalResult] = (),
     ) -> dict[str, Any]:
-        """Write curve.png and summary.json; returns the summary."""
+        """Write curve.png and summary.json; returns the summary. ``extra``: a recipe's own
+        eval results, each under its ``key``."""
         from openenv_train.training import plot_learning_curve
 
         from .lifecycle import write_summary
 
         spec, started = self.spec, self.run.started
+        curve = self.curve
         curve_baselines = spec.curve_baselines
         png = plot_learning_curve(
-            self.curve,
+            curve,
             self.run.path / "curve.png",
             baselines=spec.validation_baselines if curve_baselines is None else curve_baselines,
             title=spec.curve_title,
             panels=spec.panels,
         )
+        before = self.result("before")
+        last = None if interrupted else self.result("after_last")
+        best = None if interrupted else self.result("after_best")
+        after = best or last
         summary: dict[str, Any] = {
             "name": self.cfg.name,
             "interrupted": interrupted,
-            "before": self.rows.get("model before"),
-            "after": self.after_,
-            "after_last": self.last,
+            "before": before.as_dict() if before else None,
+            "after": after.as_dict() if after else None,
+            "after_last": last.as_dict() if last else None,
             "saved_step": self.saved_step,
             "baselines": spec.baselines,
-            "curve": [{"step": s, **m} for s, m in self.curve],  # on the validation games
+            "curve": [{"step": s, **m} for s, m in curve],  # on the validation games
             "panels": [list(p) for p in spec.panels],  # the curve's scores (openenv-train curve)
             "steps": steps,
             "episodes": steps * spec.episodes_per_step or self.episodes,
-            "train_seconds": round(self.train_s, 1),
-            "seconds_per_step": round(self.train_s / max(1, steps), 2),
+            "train_seconds": round(self._train_s, 1),
+            "seconds_per_step": round(self._train_s / max(1, steps), 2),
             "wall_seconds": round(time.perf_counter() - started, 1),
             "model_dir": str(model_dir),
             "curve_png": str(png),
@@ -317,7 +390,7 @@ class Evals:
                 if spec.validation_baselines
                 else {}
             ),
-            **self.extra,
+            **{r.key: r.as_dict() for r in extra},
         }
         write_summary(self.run.path, summary)
         how = "interrupted" if interrupted else "done"

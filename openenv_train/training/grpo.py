@@ -1,19 +1,25 @@
 """The TRL side every GRPO recipe shares: env servers, the one ``GRPOConfig`` builder, the
-trainer class (off-policy correction, length buckets), the rollout function on the servers and
-the placeholder dataset. The run around them is ``lifecycle.py``."""
+trainer class (off-policy correction, length buckets), the rollout limits and the placeholder
+dataset. The rollout function is ``rollout_builders.rollout_func_from_config``; the run around
+them is ``lifecycle.py``."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from openenv_train.rollout.episode import RolloutConfig
+
+    from .config import EngineRun, GRPORun, LocalEnvSection
 
 console = Console()
 
 
-def start_servers(cfg: Any, env: Any = None) -> tuple[Any, list[str]]:
+def start_servers(cfg: GRPORun, env: LocalEnvSection | None = None) -> tuple[Any, list[str]]:
     """``(server group or None, base URLs)``: ``env.base_urls`` as given, or servers of
     ``env.runtime`` (the local-only section's servers are local processes). ``env``: an env
     section (a mixture member's); default ``cfg.env``."""
@@ -31,7 +37,8 @@ def start_servers(cfg: Any, env: Any = None) -> tuple[Any, list[str]]:
     return servers, list(servers.base_urls)
 
 
-def rollout_config(cfg: Any) -> Any:
+def rollout_config(cfg: EngineRun) -> RolloutConfig:
+    """The engine's limits from the ``rollout`` section, every turn seeded from ``cfg.seed``."""
     from openenv_train.rollout import RolloutConfig
 
     r = cfg.rollout
@@ -47,13 +54,14 @@ def rollout_config(cfg: Any) -> Any:
     )
 
 
-def reward_funcs(cfg: Any) -> list[Any]:
+def reward_funcs(cfg: GRPORun) -> list[Any]:
+    """The env's reward, plus the format reward where the config weights it."""
     from openenv_train.training import env_reward, format_reward
 
-    return [env_reward] + ([format_reward] if cfg.format_reward_weight else [])
+    return [env_reward] + ([format_reward] if getattr(cfg, "format_reward_weight", 0) else [])
 
 
-def placeholder_dataset(cfg: Any, prompt: str = "env") -> Any:
+def placeholder_dataset(cfg: GRPORun, prompt: str = "env") -> Any:
     """The ``rollout_func`` recipes' dataset: placeholder prompts (the env deals the games),
     enough rows for a few batches."""
     from datasets import Dataset
@@ -87,7 +95,7 @@ GRPO_FIELDS = (
 )
 
 
-def grpo_args(cfg: Any, out: Path, **fields: Any) -> Any:
+def grpo_args(cfg: GRPORun, out: Path, **fields: Any) -> Any:
     """``trl.GRPOConfig`` from the ``grpo`` section, then ``fields`` (what only one recipe sets),
     then ``grpo.extra`` (any other GRPOConfig field, overriding).
 
@@ -117,8 +125,9 @@ def grpo_args(cfg: Any, out: Path, **fields: Any) -> Any:
             vllm_importance_sampling_correction=True,
             vllm_importance_sampling_mode="token_truncate",
         )
-    if getattr(cfg, "format_reward_weight", 0):
-        kwargs["reward_weights"] = [1.0, cfg.format_reward_weight]
+    format_weight = getattr(cfg, "format_reward_weight", 0)
+    if format_weight:
+        kwargs["reward_weights"] = [1.0, format_weight]
     if getattr(g, "use_vllm", False):
         kwargs.update(
             vllm_mode=g.vllm_mode, vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization
@@ -134,7 +143,7 @@ def grpo_args(cfg: Any, out: Path, **fields: Any) -> Any:
         raise ValueError(f"grpo.extra: {err}; use GRPOConfig field names (trl 1.16)") from None
 
 
-def trainer_class(cfg: Any) -> Any:
+def trainer_class(cfg: GRPORun) -> Any:
     """TRL's ``GRPOTrainer``, subclassed for ``grpo.length_buckets`` (no forward pass over
     padding) and ``rollout.max_staleness`` > 0 (the loss corrects rows of older weights)."""
     from openenv_train.training.offpolicy import grpo_trainer_class
@@ -142,29 +151,4 @@ def trainer_class(cfg: Any) -> Any:
     staleness = getattr(getattr(cfg, "rollout", None), "max_staleness", 0)
     return grpo_trainer_class(
         off_policy=staleness > 0, length_buckets=getattr(cfg.grpo, "length_buckets", False)
-    )
-
-
-def trainer_rollout_func(cfg: Any, spec: Any, servers: Any, urls: list[str], on_batch: Any) -> Any:
-    """TRL's ``rollout_func``: the batched rollout engine over the servers at ``urls`` (on a Ray
-    fleet: rollout workers that heal the fleet before each batch); ``close()`` it at the end."""
-    from openenv_train.training import make_rollout_func
-
-    if cfg.env.runtime == "ray" and servers is not None:  # heals the fleet before each batch
-        from openenv_train.training.ray_rollout import make_ray_rollout_func
-
-        return make_ray_rollout_func(
-            spec,
-            servers,
-            config=rollout_config(cfg),
-            num_workers=cfg.env.ray.rollout_workers,
-            cpus_per_worker=cfg.env.ray.cpus_per_worker,
-            on_batch=on_batch,
-        )
-    return make_rollout_func(
-        spec,
-        urls,
-        config=rollout_config(cfg),
-        on_batch=on_batch,
-        max_staleness=cfg.rollout.max_staleness,
     )

@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,9 +33,11 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from ..runtime.signals import STOP_SIGNALS
+from .checks import start_checks
 
 if TYPE_CHECKING:
-    from .evals import Evals
+    from .config import GRPORun
+    from .evals import EvalResult, Evals
 
 console = Console(stderr=True)
 stdout = Console()  # the run's report: what was saved and the command to run next
@@ -151,7 +153,7 @@ class Run:
     """What :func:`open_run` hands a recipe: the config, the folder, the stop signal, the metrics
     log and the resources to close when the run ends (servers, rollout workers)."""
 
-    cfg: Any
+    cfg: GRPORun
     folder: RunFolder
     stop: GracefulStop
     metrics: Any  # JsonlMetricsCallback
@@ -173,10 +175,12 @@ class Run:
 
 
 @contextlib.contextmanager
-def open_run(cfg: Any) -> Iterator[Run]:
+def open_run(cfg: GRPORun) -> Iterator[Run]:
     """The run of ``cfg`` in ``cfg.run_dir`` (``cfg.resume``: continue it), seeded.
 
-    A failure before training began removes the folder again. Once training began, Ctrl-C
+    First the checks that reach outside the config (``checks.start_checks``: the model folder,
+    ``base_urls`` servers answering), before any folder exists. A failure before training began
+    removes the folder again. Once training began, Ctrl-C
     (the second one, or one in the final evals) ends the ``with`` block and keeps the work:
     :func:`finish` saves it. The resources of :meth:`Run.close_at_end` are closed on the way out,
     where further Ctrl-C presses cannot cut them short.
@@ -188,6 +192,7 @@ def open_run(cfg: Any) -> Iterator[Run]:
     import torch
 
     started = time.perf_counter()
+    start_checks(cfg)
     folder = RunFolder(cfg.run_dir, resume=bool(getattr(cfg, "resume", False)))
     folder.check()
     if cfg.grpo.torch_threads:
@@ -226,9 +231,12 @@ def train(run: Run, trainer: Any, evals: Evals) -> bool:
     return True
 
 
-def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, Any]:
+def finish(
+    run: Run, evals: Evals, trainer: Any, tokenizer: Any, extra: Sequence[EvalResult] = ()
+) -> dict[str, Any]:
     """Save ``model/`` (the best periodic weights, else the last), ``curve.png`` and
-    ``summary.json``; print what to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
+    ``summary.json`` (``extra``: the recipe's own eval results, each under its key); print what
+    to run next. After Ctrl-C: re-raise ``KeyboardInterrupt``."""
     with signals_ignored():
         model_dir = run.path / "model"
         if run.stop.requested:
@@ -240,6 +248,7 @@ def finish(run: Run, evals: Evals, trainer: Any, tokenizer: Any) -> dict[str, An
             trainer.state.global_step,
             interrupted=run.stop.requested,
             checkpoint=run.folder.last_checkpoint(),
+            extra=extra,
         )
     end_run(
         run.path,

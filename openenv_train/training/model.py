@@ -7,15 +7,18 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from .config import GRPORun
 
 console = Console()
 
 
 def load_model(
-    cfg: Any,
+    cfg: GRPORun,
     vocabulary: Iterable[str] = (),
     *,
     corpus: Iterable[str] = (),
@@ -62,7 +65,9 @@ def load_model(
     return model, tokenizer
 
 
-def apply_lora(model: Any, tokenizer: Any, cfg: Any, run_dir: Any, *, resume: bool = False) -> Any:
+def apply_lora(
+    model: Any, tokenizer: Any, cfg: GRPORun, run_dir: Path, *, resume: bool = False
+) -> Any:
     """``model`` with the ``lora`` section's adapters (as is when ``lora.r`` is 0), called after
     the warm-up: the base it trains on (warm-up included) is saved to ``run_dir/base`` first, so
     ``model/`` can hold only the adapter. Resuming, the base comes back from there (the trainer

@@ -31,8 +31,8 @@ from ..policy.base import Policy
 from ..policy.lora import load_state, state_bytes, trainable_state
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
-from .rollout import tokenizer_of
-from .rollout_func import RolloutStats, unwrap_model
+from .rollout_func import RolloutStats
+from .trainer_policy import tokenizer_of, unwrap_model
 
 
 class WeightMailbox:

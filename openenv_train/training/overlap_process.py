@@ -24,8 +24,7 @@ from ..policy.lora import load_state, trainable_state
 from ..rollout.episode import RolloutConfig
 from ..rollout.spec import TextEnvSpec
 from .overlap import check_in_process
-from .rollout import config_for, tokenizer_of
-from .rollout_func import unwrap_model
+from .trainer_policy import config_for, tokenizer_of, unwrap_model
 
 
 def _child(
@@ -33,7 +32,7 @@ def _child(
     spec: Any,
     urls: list[str],
     tokens: dict[str, str],
-    cfg: Any,
+    cfg: RolloutConfig,
     model: Any,
     tok: Any,
     g: int,
@@ -41,7 +40,6 @@ def _child(
     """The producer process: play each requested batch, send it back; exceptions go back too.
     ``tokens``: the servers' own tokens, as the parent's clients use them."""
     import asyncio
-    import gc
 
     import torch
 
@@ -49,6 +47,7 @@ def _child(
 
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.engine import RolloutEngine
+    from ..rollout.runner import freeze_heap_once
 
     torch.set_num_threads(1)
 
@@ -56,8 +55,7 @@ def _child(
         policy = TransformersPolicy(model, tok, device=None, num_threads=1)
         engine = RolloutEngine(spec, policy, urls, cfg)
         loop = asyncio.get_running_loop()
-        gc.collect()
-        gc.freeze()
+        freeze_heap_once()  # this process's long-lived objects: model copy, engine
         try:
             while True:
                 msg = await loop.run_in_executor(None, conn.recv)

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..rollout.episode import RolloutConfig, token_turns
 from ..rollout.records import EpisodeRecord
@@ -73,7 +73,7 @@ class TaskSeededSpec(TextEnvSpec):
 
     def __init__(self, inner: TextEnvSpec, seed: int) -> None:
         if hasattr(inner, "seed"):
-            inner.seed = None  # type: ignore[attr-defined]
+            cast(Any, inner).seed = None  # a spec that seeds itself: the task seeds it here
         self.inner, self.seed_base = inner, seed
         self.invalid_action_reward = inner.invalid_action_reward
         self.truncation_reward = inner.truncation_reward

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..policy.openai_policy import OpenAICompatiblePolicy
@@ -24,8 +25,9 @@ from ..rollout.ray_workers import RayRolloutWorkers
 from ..rollout.records import RolloutBatch
 from ..rollout.runner import EpisodeRunner
 from ..rollout.spec import TextEnvSpec
-from .rollout import config_for, engine_builder, policy_for_trainer, tokenizer_of
+from .rollout_builders import PolicyFactory, build_rollout_func, engine_builder
 from .rollout_func import RolloutFunc, RolloutStats, RunnerStrategy
+from .trainer_policy import config_for, policy_for_trainer, tokenizer_of
 
 
 class _WorkersRunner:
@@ -81,6 +83,51 @@ class FleetStrategy:
         self.inner.close()  # sessions, workers, endpoint; the fleet stays with its owner
 
 
+@dataclass(frozen=True)
+class FleetPlays:
+    """One ``spec`` episode per prompt over ``fleet`` (a ``RayServerGroup``): the engine on the
+    driver (``num_workers=0``) or ``num_workers`` rollout workers on Ray that call the trainer's
+    policy through a loopback endpoint. ``close()`` releases sessions, workers and endpoint (the
+    fleet stays with its owner). A rollout function over it always samples the trainer's policy."""
+
+    spec: TextEnvSpec
+    fleet: Any
+    num_workers: int = 0
+    cpus_per_worker: float = 0.0
+    default_config: RolloutConfig = field(default_factory=RolloutConfig)
+
+    def strategy(self, base: RolloutConfig, policy_factory: PolicyFactory | None) -> FleetStrategy:
+        if policy_factory is not None:
+            raise ValueError("policy_factory: a Ray fleet rollout samples the trainer's policy")
+        spec, fleet, num_workers = self.spec, self.fleet, self.num_workers
+
+        def workers_runner(trainer: Any) -> _WorkersRunner:
+            endpoint = PolicyEndpoint(policy_for_trainer(trainer), "trainer-policy")
+            endpoint.start()
+            factory = functools.partial(
+                OpenAICompatiblePolicy,
+                endpoint.base_url,
+                "trainer-policy",
+                tokenizer=tokenizer_of(trainer),
+            )
+            workers = RayRolloutWorkers(
+                spec,
+                factory,
+                fleet,
+                num_workers=num_workers,
+                config=config_for(trainer, base),
+                cpus_per_worker=self.cpus_per_worker,
+            )
+            return _WorkersRunner(workers, endpoint)
+
+        name = "openenv-train-ray-rollout"
+        if num_workers > 0:
+            inner = RunnerStrategy(workers_runner, close_policy=False, thread_name=name)
+        else:
+            inner = RunnerStrategy(engine_builder(spec, fleet, base), thread_name=name)
+        return FleetStrategy(inner, fleet, follow_urls=num_workers == 0)
+
+
 def make_ray_rollout_func(
     spec: TextEnvSpec,
     fleet: Any,
@@ -91,36 +138,11 @@ def make_ray_rollout_func(
     reward_key: str = "env_reward",
     on_batch: Callable[[RolloutBatch], None] | None = None,
 ) -> RolloutFunc:
-    """A TRL ``rollout_func(prompts, trainer)`` over ``fleet`` (a ``RayServerGroup``); ``close()``
-    releases sessions, workers and endpoint (the fleet stays with its owner)."""
-    base = config or RolloutConfig()
-
-    def workers_runner(trainer: Any) -> _WorkersRunner:
-        endpoint = PolicyEndpoint(policy_for_trainer(trainer), "trainer-policy")
-        endpoint.start()
-        factory = functools.partial(
-            OpenAICompatiblePolicy,
-            endpoint.base_url,
-            "trainer-policy",
-            tokenizer=tokenizer_of(trainer),
-        )
-        workers = RayRolloutWorkers(
-            spec,
-            factory,
-            fleet,
-            num_workers=num_workers,
-            config=config_for(trainer, base),
-            cpus_per_worker=cpus_per_worker,
-        )
-        return _WorkersRunner(workers, endpoint)
-
-    if num_workers > 0:
-        inner = RunnerStrategy(
-            workers_runner, close_policy=False, thread_name="openenv-train-ray-rollout"
-        )
-    else:
-        inner = RunnerStrategy(
-            engine_builder(spec, fleet, base), thread_name="openenv-train-ray-rollout"
-        )
-    strategy = FleetStrategy(inner, fleet, follow_urls=num_workers == 0)
-    return RolloutFunc(strategy, reward_key=reward_key, on_batch=on_batch)
+    """``build_rollout_func(FleetPlays(spec, fleet, num_workers, cpus_per_worker), ...)``: a
+    TRL ``rollout_func(prompts, trainer)`` over ``fleet`` (see :class:`FleetPlays`)."""
+    return build_rollout_func(
+        FleetPlays(spec, fleet, num_workers, cpus_per_worker),
+        config=config,
+        reward_key=reward_key,
+        on_batch=on_batch,
+    )

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from openenv_train.rollout.episode import RolloutConfig
-from openenv_train.training import config
+from openenv_train.training import config, config_loader
 from openenv_train.training.checks import check_reporters
 from openenv_train.training.config import ConfigError, StrictModel
 
@@ -128,10 +128,8 @@ class AsyncRunConfig(config.RunConfig):
             )
         return value
 
-    def check_paths(self, base: Path | None = None) -> None:
-        """The model folder and the env's modules are checked when the run starts."""
-
     def check_start(self) -> None:
+        """Reporters only: the model and the env's modules are checked when the run starts."""
         check_reporters(self.report_to)
 
     def rollout_config(self) -> RolloutConfig:
@@ -142,8 +140,8 @@ def load_config(source: str | Path | dict[str, Any]) -> AsyncRunConfig:
     """The checked config from a YAML file (or an already parsed dict); raises
     :class:`ConfigError` naming the key."""
     if isinstance(source, dict):
-        return config.parse_config(source, AsyncRunConfig)
-    return config.load_config(source, AsyncRunConfig)
+        return config_loader.parse_config(source, AsyncRunConfig)
+    return config_loader.load_config(source, AsyncRunConfig)
 
 
 #: Trainer settings every CPU run needs (TRL's defaults assume a GPU: bf16, checkpointing).

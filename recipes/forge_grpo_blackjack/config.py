@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from openenv_train.training import config
+from openenv_train.training import config, config_loader
 from openenv_train.training.config import EnvSection, ModelSection, RunName, StrictModel
 
 
@@ -174,11 +174,11 @@ class ForgeRecipeConfig(config.RunConfig):
         return self
 
 
-def parse_config(data: Any, base: Path | None = None) -> ForgeRecipeConfig:
+def parse_config(data: Any) -> ForgeRecipeConfig:
     """A checked config from a dict; raises ``ConfigError`` naming the key."""
-    return config.parse_config(data, ForgeRecipeConfig, base)
+    return config_loader.parse_config(data, ForgeRecipeConfig)
 
 
 def load_config(path: str | Path) -> ForgeRecipeConfig:
     """Load and check a YAML config (``openenv-train train`` calls this)."""
-    return config.load_config(path, ForgeRecipeConfig)
+    return config_loader.load_config(path, ForgeRecipeConfig)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from openenv_train.training import config
+from openenv_train.training import config, config_loader
 from openenv_train.training.config import EnvSection, GRPOSection, ModelSection, RunName
 
 
@@ -74,11 +74,11 @@ class RecipeConfig(config.RunConfig):
         return self
 
 
-def parse_config(data: Any, base: Path | None = None) -> RecipeConfig:
+def parse_config(data: Any) -> RecipeConfig:
     """A checked config from a dict; raises ``ConfigError`` naming the key."""
-    return config.parse_config(data, RecipeConfig, base)
+    return config_loader.parse_config(data, RecipeConfig)
 
 
 def load_config(path: str | Path) -> RecipeConfig:
     """Load and check a YAML config (``configs/grpo_blackjack_cpu.yaml`` is the example)."""
-    return config.load_config(path, RecipeConfig)
+    return config_loader.load_config(path, RecipeConfig)

@@ -23,17 +23,18 @@ from blackjack_env.evaluation import (
 )
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
 
-from openenv_train.training.evals import Evals, EvalSpec, console, results_table
+from openenv_train.rollout.episode import EpisodeRecorder
+from openenv_train.training.evals import EvalResult, Evals, EvalSpec, console, results_table
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
     reward_funcs,
     start_servers,
     trainer_class,
-    trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.rollout_builders import rollout_func_from_config
 
 from .config import RecipeConfig, load_config
 
@@ -56,7 +57,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's hands, apart from the final ones
 
-        def greedy(live: Any, validation: bool) -> dict[str, float]:
+        def greedy(
+            live: Any, validation: bool, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             policy.set_model(live)
             hands, seed = (ev.periodic_hands, val_seed) if validation else (ev.hands, ev.seed)
             return evaluate_policy(
@@ -66,6 +69,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 max_turns=r.max_turns,
                 max_new_tokens=r.max_new_tokens,
                 system_prompt=r.system_prompt,
+                recorder=recorder,
             )
 
         val_baselines = baselines(ev.periodic_hands, val_seed)
@@ -97,7 +101,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             state_weight_power=r.state_weight_power,
             deal_pool_size=r.deal_pool_size,
         )
-        rollout_func = trainer_rollout_func(cfg, spec, servers, urls, evals.on_batch)
+        rollout_func = rollout_func_from_config(cfg, spec, servers, urls, evals.on_batch)
         run.close_at_end(rollout_func.close)
         trainer = trainer_class(cfg)(
             model=model,
@@ -108,11 +112,13 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             rollout_func=rollout_func,
             callbacks=[run.stop, *evals.callbacks()],
         )
+        extra: list[EvalResult] = []
         if train(run, trainer, evals) and ev.final_via_servers:  # the wire path agrees
             row = evaluate_via_servers(policy, urls, ev.hands, ev.seed)
-            evals.rows["model after (via servers)"] = evals.extra["after_via_servers"] = row
+            step = trainer.state.global_step
+            extra.append(EvalResult("model after (via servers)", step, row, "after_via_servers"))
             console.print(results_table("after training, via the servers", {"model": row}, COLUMNS))
-    return finish(run, evals, trainer, tokenizer)
+    return finish(run, evals, trainer, tokenizer, extra)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import grpo_args, start_servers, trainer_class
 from openenv_train.training.lifecycle import finish, main, open_run, train
@@ -57,7 +58,10 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         # greedy play of fresh seeded games in-process, beside the baselines on the same games
         val_seed = ev.seed + VALIDATION_OFFSET  # the curve's games, apart from the final ones
 
-        def greedy(live: Any, validation: bool) -> dict[str, float]:
+        def greedy(
+            live: Any, validation: bool, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
+            # TRL's environment_factory games: no episode loop for a recorder to watch
             n, seed = (ev.periodic_games, val_seed) if validation else (ev.games, ev.seed)
             return evaluate_model(
                 live, tokenizer, n, seed, g.low, g.high, g.max_turns, g.show_range

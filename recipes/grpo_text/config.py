@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from openenv_train.training import config
+from openenv_train.training import config, config_loader
 from openenv_train.training.checks import import_target
 from openenv_train.training.config import ConfigError, RunName
 
@@ -144,10 +144,8 @@ class TextRecipeConfig(config.RunConfig):
             )
         for i, member in enumerate(self.members()):
             if self.mixture:
-                env = member.section
-                if env.base_urls:
-                    config.check_servers_answer(env.base_urls)
-                elif env.runtime in ("local", "ray"):
+                env = member.section  # base_urls: they must answer at start (checks.py)
+                if not env.base_urls and env.runtime in ("local", "ray"):
                     try:
                         import_target(env.app, f"env.mixture[{i}].app", "my_env.server.app:app")
                     except ValueError as err:
@@ -249,11 +247,11 @@ class TextRecipeConfig(config.RunConfig):
         return list(words)
 
 
-def parse_config(data: Any, base: Path | None = None) -> TextRecipeConfig:
+def parse_config(data: Any) -> TextRecipeConfig:
     """A checked :class:`TextRecipeConfig` from a dict; raises ``ConfigError`` naming the key."""
-    return config.parse_config(data, TextRecipeConfig, base)
+    return config_loader.parse_config(data, TextRecipeConfig)
 
 
 def load_config(path: str | Path) -> TextRecipeConfig:
     """Load and check a YAML config (``configs/grpo_text_countdown.yaml`` is the example)."""
-    return config.load_config(path, TextRecipeConfig)
+    return config_loader.load_config(path, TextRecipeConfig)

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from openenv_train.client.sync import run_blocking
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.training.evals import results_table
+
+if TYPE_CHECKING:
+    from .config import Member, TextRecipeConfig
 
 #: The eval table's columns: (header, key, format).
 COLUMNS = (
@@ -26,7 +30,7 @@ COLUMNS = (
 VALIDATION_OFFSET = 10_000_000
 
 
-def seeded_spec(cfg: Any, seed: int, member: Any = None) -> Any:
+def seeded_spec(cfg: TextRecipeConfig, seed: int, member: Member | None = None) -> Any:
     """The config's spec dealing the games of ``seed``: through its own ``seed`` attribute, else
     by passing ``reset(seed=seed + row)`` (a spec written without one, as the README's), so the
     evals before, during and after training and ``openenv-train eval`` play the same games."""
@@ -43,7 +47,9 @@ def seeded_spec(cfg: Any, seed: int, member: Any = None) -> Any:
     return spec
 
 
-def random_answers(cfg: Any, games: int = 64, member: Any = None) -> list[str]:
+def random_answers(
+    cfg: TextRecipeConfig, games: int = 64, member: Member | None = None
+) -> list[str]:
     """The answers of the spec's ``random_episode`` games (the env's moves, in words); empty when
     the spec has none."""
     sample = cfg.warmup_episodes(cfg.make_spec() if member is None else cfg.make_spec(member))
@@ -60,7 +66,12 @@ def random_answers(cfg: Any, games: int = 64, member: Any = None) -> list[str]:
 
 
 def random_baseline(
-    cfg: Any, tokenizer: Any, urls: list[str], episodes: int, seed: int, member: Any = None
+    cfg: TextRecipeConfig,
+    tokenizer: Any,
+    urls: list[str],
+    episodes: int,
+    seed: int,
+    member: Member | None = None,
 ) -> dict[str, dict[str, float]]:
     """``{"random": metrics}``: a policy answering uniformly among the env's moves (those of
     ``random_episode``) on the same games as the model; ``{}`` without ``random_episode``."""
@@ -92,7 +103,7 @@ def per_env(rows: dict[str, dict[str, float]]) -> dict[str, float]:
 
 
 def mixture_baseline(
-    cfg: Any, tokenizer: Any, urls: dict[str, list[str]], episodes: int, seed: int
+    cfg: TextRecipeConfig, tokenizer: Any, urls: dict[str, list[str]], episodes: int, seed: int
 ) -> dict[str, dict[str, float]]:
     """The random baseline of every member env, as one ``{"random": per_env(...)}`` row."""
     rows = {}
@@ -104,9 +115,15 @@ def mixture_baseline(
 
 
 def evaluate_on_servers(
-    policy: Any, spec: Any, urls: list[str], episodes: int, cfg: Any
+    policy: Any,
+    spec: Any,
+    urls: list[str],
+    episodes: int,
+    cfg: TextRecipeConfig,
+    recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
-    """Greedy play of ``episodes`` games of ``spec`` on the servers at ``urls``."""
+    """Greedy play of ``episodes`` games of ``spec`` on the servers at ``urls`` (``recorder``:
+    keep the first ones turn by turn for the run viewer)."""
     from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
 
     r = cfg.rollout
@@ -120,7 +137,7 @@ def evaluate_on_servers(
     )
 
     async def play() -> Any:
-        async with RolloutEngine(spec, policy, urls, config) as engine:
+        async with RolloutEngine(spec, policy, urls, config, recorder=recorder) as engine:
             return await engine.run(["eval"] * episodes, 1)
 
     records = [rec for rec in run_blocking(play()).rows if rec is not None]

@@ -17,20 +17,19 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.rollout.mixture import MixtureMember, env_metric
 from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
     reward_funcs,
-    rollout_config,
     start_servers,
     trainer_class,
-    trainer_rollout_func,
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
-from openenv_train.training.rollout import make_mixture_rollout_func
+from openenv_train.training.rollout_builders import rollout_func_from_config
 
 from .config import Member, TextRecipeConfig, load_config
 from .evaluate import (
@@ -74,20 +73,16 @@ def report_layout(cfg: TextRecipeConfig, tokenizer: Any, urls: dict[str, list[st
     return baselines, val_baselines, columns, panels, what
 
 
-def make_rollout(
-    cfg: TextRecipeConfig, urls: dict[str, list[str]], servers: Any, on_batch: Any
-) -> Any:
-    """The trainer's rollout_func: one env's, or the mixture's (groups dealt by weight)."""
+def plays(cfg: TextRecipeConfig, urls: dict[str, list[str]]) -> tuple[Any, list[str]]:
+    """What the trainer's rollout function plays, and on which URLs: one env's spec, or the
+    mixture's members (groups dealt by weight; each member has its own URLs)."""
     members = cfg.members()
     if not cfg.mixture:
-        spec = training_spec(cfg, members[0])
-        return trainer_rollout_func(cfg, spec, servers, urls[members[0].name], on_batch)
+        return training_spec(cfg, members[0]), urls[members[0].name]
     mixture = [
         MixtureMember(m.name, training_spec(cfg, m), urls[m.name], m.weight) for m in members
     ]
-    return make_mixture_rollout_func(
-        mixture, config=rollout_config(cfg), seed=cfg.seed, on_batch=on_batch
-    )
+    return mixture, []
 
 
 def run(cfg: TextRecipeConfig) -> dict[str, Any]:
@@ -110,11 +105,15 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         # greedy play through the servers: the same games at every eval when the spec seeds them
         policy = TransformersPolicy(model, tokenizer, device=str(model.device))
 
-        def play(member: Member, n: int, seed: int) -> dict[str, float]:
+        def play(
+            member: Member, n: int, seed: int, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             spec = seeded_spec(cfg, seed, member)
-            return evaluate_on_servers(policy, spec, urls[member.name], n, cfg)
+            return evaluate_on_servers(policy, spec, urls[member.name], n, cfg, recorder)
 
-        def greedy(live: Any, validation: bool) -> dict[str, float]:
+        def greedy(
+            live: Any, validation: bool, recorder: EpisodeRecorder | None
+        ) -> dict[str, float]:
             policy.set_model(live)
             n, seed = (
                 (ev.periodic_episodes, ev.seed + VALIDATION_OFFSET)
@@ -122,8 +121,8 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
                 else (ev.episodes, ev.seed)
             )
             if not cfg.mixture:
-                return play(members[0], n, seed)
-            return per_env({m.name: play(m, n, seed) for m in members})
+                return play(members[0], n, seed, recorder)
+            return per_env({m.name: play(m, n, seed, recorder) for m in members})
 
         baselines, val_baselines, columns, panels, what = report_layout(cfg, tokenizer, urls)
         evals = Evals(
@@ -145,7 +144,8 @@ def run(cfg: TextRecipeConfig) -> dict[str, Any]:
         )
         evals.begin()  # the eval before training (or, resuming, the run so far)
 
-        rollout_func = make_rollout(cfg, urls, servers, evals.on_batch)
+        what, play_urls = plays(cfg, urls)
+        rollout_func = rollout_func_from_config(cfg, what, servers, play_urls, evals.on_batch)
         run.close_at_end(rollout_func.close)
         trainer = trainer_class(cfg)(
             model=model,

@@ -44,7 +44,6 @@ def test_shipped_configs_parse() -> None:
         ),
         ({"grpo": {"learning_rate": -1}}, ["grpo.learning_rate"]),
         ({"recipe": "chess"}, ["recipe"]),
-        ({"model": {"path": "/no/such/model"}}, ["model.path", "/no/such/model", "config.json"]),
         ({"eval": {"hands": 0}}, ["eval.hands"]),
         ({"model": {"warmup_loss_on": "prompts"}}, ["model.warmup_loss_on"]),
         ({"model": {"tiny": {"init_std": 0}}}, ["model.tiny.init_std"]),
@@ -63,9 +62,30 @@ def test_bad_values_are_named(data: dict, needles: list[str]) -> None:
 
 
 def test_an_existing_model_folder_is_accepted(tmp_path: Path) -> None:
+    from openenv_train.training.checks import start_checks
+
     (tmp_path / "config.json").write_text("{}")
     cfg = parse_config({"model": {"path": str(tmp_path)}})
+    start_checks(cfg)
     assert cfg.model.path == str(tmp_path)
+
+
+def test_a_missing_model_folder_fails_at_start_not_at_load(tmp_path: Path, monkeypatch) -> None:
+    """The schema does no I/O: the folder is looked for when the run starts (open_run), where a
+    relative path resolves against the working directory."""
+    from openenv_train.training.checks import start_checks
+
+    cfg = parse_config({"model": {"path": "/no/such/model"}})  # loads: nothing is looked up
+    with pytest.raises(ConfigError) as info:
+        start_checks(cfg)
+    for needle in ("model.path", "/no/such/model", "config.json"):
+        assert needle in str(info.value)
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "saved" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    cfg = parse_config({"model": {"path": "saved"}})
+    start_checks(cfg)
+    assert cfg.model.path == str(tmp_path / "saved")
 
 
 def test_load_config_errors(tmp_path: Path) -> None:

@@ -105,6 +105,31 @@ def test_the_tiny_model_needs_words_and_the_warmup_needs_games(tmp_path: Path, m
     assert parse_text({"env": {"spec": "wordless:Gameless"}, "model": {"warmup_steps": 0}})
 
 
+def test_servers_are_reached_at_start_not_at_load(tmp_path: Path) -> None:
+    """The config schema does no I/O: a ``base_urls`` server that does not answer loads fine and
+    fails when the run starts (``open_run``), before the run folder exists."""
+    from openenv_train.runtime.ports import free_port
+    from openenv_train.training.lifecycle import open_run
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = parse_blackjack({"output_dir": str(tmp_path / "runs"), "env": {"base_urls": [url]}})
+    assert cfg.env.base_urls == [url]
+    with pytest.raises(ConfigError, match=f"^env.base_urls: {url} does not answer"):
+        with open_run(cfg):
+            pass
+    assert not (tmp_path / "runs").exists()
+    countdown = {
+        "app": "openenv_train.recipes.grpo_text.countdown:app",
+        "spec": "openenv_train.recipes.grpo_text.countdown:CountdownSpec",
+    }
+    members = [{"name": "a", "base_urls": [url], **countdown}, {"name": "b", **countdown}]
+    mixture = parse_text({"env": {"mixture": members}})  # a member's servers: not reached yet
+    from openenv_train.training.checks import start_checks
+
+    with pytest.raises(ConfigError, match="does not answer"):
+        start_checks(mixture)
+
+
 def test_a_failed_start_prints_one_line_and_leaves_no_run_folder(tmp_path: Path) -> None:
     cases = {
         "report_to: tensorbord\n": "report_to: unknown backend 'tensorbord'",

@@ -30,7 +30,6 @@ def _run(tmp_path: Path, name: str) -> list[dict]:
             },
             "eval": {"hands": 200, "every": 1, "periodic_hands": 50},
         },
-        base=tmp_path,
     )
     run(cfg)
     lines = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
@@ -85,7 +84,7 @@ def test_same_state_keys_reach_the_blackjack_spec(tmp_path: Path, monkeypatch) -
     def capture(cfg, spec, *args, **kwargs):
         raise Captured(spec)
 
-    monkeypatch.setattr(train, "trainer_rollout_func", capture)
+    monkeypatch.setattr(train, "rollout_func_from_config", capture)
     cfg = parse_config(
         {
             "recipe": "grpo_blackjack",
@@ -102,7 +101,6 @@ def test_same_state_keys_reach_the_blackjack_spec(tmp_path: Path, monkeypatch) -
             "grpo": {"max_steps": 1, "per_device_train_batch_size": 8, "num_generations": 4},
             "eval": {"hands": 20, "every": 1, "periodic_hands": 20},
         },
-        base=tmp_path,
     )
     with pytest.raises(Captured) as caught:
         train.run(cfg)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openenv_train.rollout.episode import recording
+from openenv_train.rollout.episode import EpisodeRecorder
 from openenv_train.training.evals import write_trajectories
 
 HANDS, KEPT = 12, 6
@@ -28,8 +28,8 @@ def tiny_policy() -> Any:
 def recorded_eval(policy: Any, seed: int = 3) -> list[dict[str, Any]]:
     from blackjack_env.evaluation import evaluate_policy
 
-    with recording(KEPT) as recorder:
-        evaluate_policy(policy, HANDS, seed)
+    recorder = EpisodeRecorder(KEPT)
+    evaluate_policy(policy, HANDS, seed, recorder=recorder)
     return recorder.episodes
 
 

@@ -35,14 +35,21 @@ def test_a_recorder_keeps_the_first_episodes_in_the_order_they_start(policy: Any
         assert ep["reward"] in (-1.0, 0.0, 1.0, 1.5)
         if ep["stop"] == "done":  # the end of the hand, as the viewer shows it
             assert ep["turns"][-1]["role"] == "env" and "dealer" in ep["turns"][-1]["text"]
-    assert not episode_loop._RECORDERS  # nothing is recorded between evals
+    # recording is passed in, never process-global: nothing is recorded between evals
+    assert not [name for name in vars(episode_loop) if "RECORDERS" in name.upper()]
 
 
 def test_without_a_recorder_the_loop_keeps_nothing(policy: Any) -> None:
     from blackjack_env.evaluation import evaluate_policy
 
-    evaluate_policy(policy, 4, 3)
-    assert not episode_loop._RECORDERS
+    from openenv_train.rollout.episode import EpisodeRecorder
+
+    recorder = EpisodeRecorder(KEPT)
+    evaluate_policy(policy, 2, 3, recorder=recorder)
+    kept = list(recorder.episodes)
+    assert len(kept) == 2
+    evaluate_policy(policy, 4, 3)  # played without it: the recorder sees none of these
+    assert recorder.episodes == kept
 
 
 def test_write_trajectories_one_episode_a_line_with_its_task(tmp_path: Path, policy: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from openenv_train.client.sync import run_blocking
 from openenv_train.policy.base import Generation
 from openenv_train.rollout.batcher import GenerationBatcher
-from openenv_train.rollout.episode import Reply, RolloutConfig, play_episode
+from openenv_train.rollout.episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec
 
 from .game import HIT, STAND, BlackjackGame, basic_strategy, rank_label
@@ -87,12 +87,14 @@ def evaluate_policy(
     max_turns: int = 8,
     max_new_tokens: int = 4,
     system_prompt: str | None = None,
+    recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
     """Greedy play of ``policy`` on seeded hands, through the same episode loop as training.
 
     Hands are played ``EVAL_BATCH`` at a time; every turn of the hands still in play is one
     batched policy call. An unparsable answer ends the hand with -1 (as in training) and counts
     as ``invalid``; running out of turns is -1 too (the engine's truncation reward).
+    ``recorder`` keeps the first hands turn by turn (the run viewer's samples).
     """
     config = RolloutConfig(
         max_turns=max_turns,
@@ -124,6 +126,7 @@ def evaluate_policy(
                 codec=codec,
                 config=config,
                 respond=respond,
+                recorder=recorder,
             )
         finally:
             batcher.unregister()

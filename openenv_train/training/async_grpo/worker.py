@@ -30,6 +30,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
+from ...client.sync import LoopThread
 from ...policy.base import Policy
 from ...policy.openai_policy import OpenAICompatiblePolicy
 from ...rollout.engine import RolloutEngine
@@ -38,7 +39,6 @@ from ...rollout.groups import gather_or_cancel
 from ...rollout.records import EpisodeRecord
 from ...rollout.runner import EpisodeRunner
 from ...rollout.spec import TextEnvSpec
-from ..rollout import LoopThread
 
 
 def samples_from_group(
