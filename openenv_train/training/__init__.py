@@ -18,7 +18,7 @@ from .callbacks import (
     quiet_third_party,
 )
 from .environment import list_server_tools, make_environment_class, release_callback
-from .passk_harness import PassAtKHarness, PassAtKParameters
+from .passk_harness import PassAtKEval, PassAtKParameters
 from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
 from .rollout import (
     make_harness_rollout_func,
@@ -32,7 +32,7 @@ from .warmup import chat_warmup, format_warmup, quick_format_warmup, trace_warmu
 __all__ = [
     "JsonlMetricsCallback",
     "LogProgressCallback",
-    "PassAtKHarness",
+    "PassAtKEval",
     "PassAtKParameters",
     "PeriodicEvalCallback",
     "RichProgressCallback",
