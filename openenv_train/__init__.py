@@ -6,7 +6,10 @@ Everything an env author needs is one import away::
 
 The names load lazily (module ``__getattr__``): ``import openenv_train`` imports no web server,
 HTTP client or torch, and ``from openenv_train import Action`` loads only the protocol models.
-The submodule paths (``openenv_train.core``, ``.server``, ``.client``) keep working.
+The submodule paths (``openenv_train.core``, ``.server``, ``.client``) keep working. The rest
+has its own home: rubrics ``openenv_train.core.rubrics``, the env catalog
+``openenv_train.catalog``, LLM judges ``openenv_train.judge``, and OpenEnv's own spellings
+(``AutoEnv``, ``HTTPEnvServer``, ``LocalDockerProvider``, evals...) ``openenv_train.openenv``.
 """
 
 from __future__ import annotations
@@ -50,18 +53,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UnknownMessageTypeError",
     ),
     "core.mcp": ("TypedOrToolAction",),
-    # rewards as composable objects (OpenEnv's rubric API): Environment(rubric=...) applies one
-    "core.rubrics": (
-        "ExponentialDiscountingTrajectoryRubric",
-        "Gate",
-        "LLMJudge",
-        "Rubric",
-        "RubricDict",
-        "RubricList",
-        "Sequential",
-        "TrajectoryRubric",
-        "WeightedSum",
-    ),
     "server": (
         "Environment",
         "Limits",
@@ -72,12 +63,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "tool",
     ),
     "client": ("EnvClient", "MCPToolClient", "ServerUnreachableError", "ToolCallError"),
-    "catalog": ("AutoAction", "AutoEnv", "EnvEntry", "EnvFamily"),
 }
 _HOME = {name: module for module, names in _EXPORTS.items() for name in names}
 
 if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal to _EXPORTS
-    from .catalog import AutoAction, AutoEnv, EnvEntry, EnvFamily  # noqa: F401
     from .client import EnvClient, MCPToolClient, ServerUnreachableError, ToolCallError  # noqa: F401
     from .core import (  # noqa: F401
         Action,
@@ -108,17 +97,6 @@ if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal
         UnknownMessageTypeError,
     )
     from .core.mcp import TypedOrToolAction  # noqa: F401
-    from .core.rubrics import (  # noqa: F401
-        ExponentialDiscountingTrajectoryRubric,
-        Gate,
-        LLMJudge,
-        Rubric,
-        RubricDict,
-        RubricList,
-        Sequential,
-        TrajectoryRubric,
-        WeightedSum,
-    )
     from .server import (  # noqa: F401
         Environment,
         Limits,

@@ -12,14 +12,12 @@ reasoning-gym dataset, every textarena game) registers one :class:`EnvFamily` in
     [project.entry-points."openenv_train.env_families"]
     reasoning_gym = "reasoning_gym_env.catalog:FAMILY"
 
-and each of its members is an env named ``<prefix>/<member>`` (``reasoning_gym/leg_counting``). ``AutoEnv.from_name("blackjack")`` is then the client
-class, ``AutoEnv.app("blackjack")`` the server's ASGI import path and
-``AutoAction.from_name("blackjack")`` the action model; an unknown name raises
-:class:`UnknownEnvError` listing the installed ones. OpenEnv's calls work too:
-``AutoEnv.from_env(name_or_hub_id)`` gives a client whose server is up (see
-``openenv_train.runtime.auto``) and ``AutoAction.from_env`` the action class; a hub id
-(``"org/echo-env"``) names the installed env package it was published from. No server, client or
-torch is imported here until one of those is called.
+and each of its members is an env named ``<prefix>/<member>`` (``reasoning_gym/leg_counting``).
+``get_entry("blackjack")`` is then that env's :class:`EnvEntry`: ``.client()`` the client class,
+``.app`` the server's ASGI import path, ``.action()`` the action model; an unknown name raises
+:class:`UnknownEnvError` listing the installed ones, and ``env_names()`` lists them. Nothing
+but the asked-for env package is imported (no server, client or torch). OpenEnv's
+``AutoEnv`` / ``AutoAction`` over this catalog are in ``openenv_train.openenv``.
 """
 
 from __future__ import annotations
@@ -29,10 +27,7 @@ import importlib.metadata
 import re
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .client.base import EnvClient
+from typing import Any
 
 ENTRY_POINT_GROUP = "openenv_train.envs"
 FAMILY_ENTRY_POINT_GROUP = "openenv_train.env_families"
@@ -42,7 +37,7 @@ ENVS_EXTRA = "envs"  # pip install 'openenv-train[envs]': the example env packag
 
 class UnknownEnvError(LookupError, ValueError):
     """No installed env answers to that name; the message lists the ones that do (or, for a hub
-    id, how to make it local). A ``ValueError`` too: what OpenEnv's ``AutoEnv`` raises."""
+    id, how to make it local). A ``ValueError`` too, as a bad argument is."""
 
 
 class BrokenEnvEntryError(RuntimeError):
@@ -174,6 +169,14 @@ def env_names(family: str | None = None) -> list[str]:
     return names
 
 
+def entries() -> dict[str, EnvEntry]:
+    """Every installed env by name (the order of :func:`env_names`), each entry point read once."""
+    found = {name: _loaded(ep) for name, ep in sorted(_entry_points().items())}
+    for prefix, family in sorted(_families().items()):
+        found.update({f"{prefix}/{m}": family.entry(m) for m in family.members()})
+    return found
+
+
 def missing_env_packages() -> list[str]:
     """The env packages of the ``envs`` extra (the one list of them, in pyproject.toml) that are
     not installed, sorted; empty when openenv-train itself is not installed (a bare checkout)."""
@@ -196,20 +199,24 @@ def _installed(distribution: str) -> bool:
     return True
 
 
+def installed_versions(*distributions: str) -> dict[str, str]:
+    """``{name: version}`` of the named installed distributions (what an eval records as its
+    library versions); a name that is not installed is left out."""
+    out = {}
+    for name in distributions:
+        try:
+            out[name] = metadata.version(name)  # looked up at call time: tests may patch it
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def installed_version(*distributions: str) -> str:
     """The version of the first of ``distributions`` that is installed (default: openenv-train
     itself), else ``"0.0.0"``: what a bug report or an env listing shows, read from the installed
     metadata rather than from source."""
-    from .core.evals.results import installed_versions
-
     found = installed_versions(*(distributions or (DISTRIBUTION,)))
     return next(iter(found.values()), "0.0.0")
-
-
-def _distribution_of(module: str) -> str:
-    """The installed distribution that provides top-level ``module`` (the module's name if none
-    says so, e.g. a source checkout on ``sys.path``)."""
-    return (metadata.packages_distributions().get(module) or [module])[0]
 
 
 def reset_discovery() -> None:
@@ -238,6 +245,11 @@ def get_entry(name: str) -> EnvEntry:
     if ep is None:
         known = ", ".join(sorted(eps)) or "none (pip install 'openenv-train[envs]')"
         raise UnknownEnvError(f"no env named {name!r} is installed; installed envs: {known}")
+    return _loaded(ep)
+
+
+def _loaded(ep: importlib.metadata.EntryPoint) -> EnvEntry:
+    """The :class:`EnvEntry` an ``openenv_train.envs`` entry point names, checked."""
     try:
         entry = ep.load()
     except Exception as err:
@@ -282,190 +294,21 @@ def names_for_hub_id(repo_id: str) -> list[str]:
     return list(dict.fromkeys([space, space.removesuffix("_env")]))
 
 
-def find_entry(name: str) -> EnvEntry:
-    """The installed env ``name`` means, in any of OpenEnv's spellings: ``"echo"``, ``"echo_env"``,
-    ``"echo-env"``, a family member (``"reasoning_gym/leg_counting"``), or a hub id or URL whose
-    env package is installed (``"openenv/echo-env"``). A hub id that is not installed is an
-    :class:`UnknownEnvError` naming the fix: nothing is installed from the hub."""
-    try:
-        return get_entry(name)
-    except UnknownEnvError as err:
-        first = err
-    repo_id = hub_repo_id(name) if isinstance(name, str) else None
-    candidates = [name.replace("-", "_")] if isinstance(name, str) else []
-    candidates += names_for_hub_id(repo_id) if repo_id else []
-    for candidate in dict.fromkeys(candidates):
-        try:
-            return get_entry(candidate)
-        except UnknownEnvError:
-            continue
-    if repo_id is None:
-        raise first
-    names = " or ".join(repr(n) for n in names_for_hub_id(repo_id))
-    raise UnknownEnvError(
-        f"{name!r} is a hub id whose env package is not installed here (it would be in the env "
-        f"catalog as {names}); openenv-train does not install code from the hub. Fix: pip install "
-        "the env's package (`openenv-train envs` lists what is installed), or pass "
-        "skip_install=True to drive its server with GenericEnvClient and GenericAction"
-    ) from None
-
-
-class AutoEnv:
-    """Find an installed env by name: ``AutoEnv.from_name("blackjack")`` is ``BlackjackEnv``;
-    ``AutoEnv.from_env("blackjack")`` (OpenEnv's call) is a ``BlackjackEnv`` whose server runs."""
-
-    def __init__(self) -> None:
-        raise TypeError(
-            "AutoEnv is a factory class, not instantiated: call AutoEnv.from_env() (alias "
-            "AutoEnv.from_hub()) for a client, or AutoEnv.from_name() for the client class"
-        )
-
-    @staticmethod
-    def from_name(name: str) -> type:
-        """The env's client class (``async with cls(base_url=...)``; ``cls.from_provider(LocalProcessProvider(app))``)."""
-        return get_entry(name).client()
-
-    @staticmethod
-    def app(name: str) -> str:
-        """The env server's ASGI import path, e.g. ``"blackjack_env.server.app:app"``."""
-        return get_entry(name).app
-
-    @staticmethod
-    def names() -> list[str]:
-        return env_names()
-
-    @staticmethod
-    def from_env(
-        name: str,
-        base_url: str | None = None,
-        docker_image: str | None = None,
-        container_provider: Any = None,
-        wait_timeout: float = 30.0,
-        env_vars: dict[str, str] | None = None,
-        trust_remote_code: bool = False,
-        skip_install: bool = False,
-        **kwargs: Any,
-    ) -> EnvClient[Any, Any, Any]:
-        """OpenEnv's ``AutoEnv.from_env``: a client for ``name`` (an env name or a hub id) whose
-        server answers: ``base_url`` if it does, else one started here (``docker_image``, a local
-        image of the hub id, or the installed env package), stopped when the client closes.
-        ``skip_install=True`` gives a ``GenericEnvClient`` and needs no env package.
-        ``trust_remote_code`` changes nothing: no code is ever installed from the hub. ``kwargs``
-        go to the client. The session opens on first use (``async with``, ``.sync()``, ``reset()``).
-        """
-        from .runtime.auto import open_env
-
-        del trust_remote_code  # accepted for OpenEnv's callers; nothing is installed
-        return open_env(
-            name,
-            base_url=base_url,
-            docker_image=docker_image,
-            container_provider=container_provider,
-            wait_timeout=wait_timeout,
-            env_vars=env_vars,
-            skip_install=skip_install,
-            client_kwargs=kwargs,
-        )
-
-    from_hub = from_env  # OpenEnv's older name of the same call
-
-    @staticmethod
-    def get_env_class(name: str) -> type:
-        """OpenEnv's name for :meth:`from_name`; takes every spelling :func:`find_entry` does."""
-        return find_entry(name).client()
-
-    @staticmethod
-    def get_env_info(name: str) -> dict[str, Any]:
-        """OpenEnv's ``get_env_info``: the env's package, version, classes and image name."""
-        entry = find_entry(name)
-        package = entry.app.split(".", 1)[0]
-        client_module, _, client_class = entry.client_path.partition(":")
-        return {
-            "env_key": entry.name,
-            "name": package,
-            "package": _distribution_of(package),
-            "version": installed_version(_distribution_of(package)),
-            "description": entry.description,
-            "env_class": client_class,
-            "action_class": entry.action_path.partition(":")[2],
-            "observation_class": entry.observation_path.partition(":")[2],
-            "module": client_module,
-            "default_image": f"openenv-train/{package}:latest",  # what `openenv-train build` tags
-        }
-
-    @staticmethod
-    def list_environments() -> None:
-        """Print the installed envs (``openenv-train envs`` shows them as a table)."""
-        names = env_names()
-        print("Available environments:")
-        for name in names:
-            print(f"  {name}")
-        print(f"Total: {len(names)} environments")
-
-
-class AutoAction:
-    """``AutoAction.from_name("blackjack")`` is ``BlackjackAction`` (the env's step action model)."""
-
-    def __init__(self) -> None:
-        raise TypeError(
-            "AutoAction is a factory class, not instantiated: call AutoAction.from_env() "
-            "(alias AutoAction.from_hub()) for the action class"
-        )
-
-    @staticmethod
-    def from_name(name: str) -> type:
-        return get_entry(name).action()
-
-    @staticmethod
-    def from_env(name: str, skip_install: bool = False) -> type:
-        """OpenEnv's ``AutoAction.from_env``: the action class of ``name`` (any spelling
-        :func:`find_entry` takes, hub ids included); ``GenericAction`` with ``skip_install=True``."""
-        if skip_install:
-            from .client.generic import GenericAction
-
-            return GenericAction
-        return find_entry(name).action()
-
-    @staticmethod
-    def from_hub(env_name: str, skip_install: bool = False) -> type:
-        """OpenEnv's older name of :meth:`from_env`."""
-        return AutoAction.from_env(env_name, skip_install=skip_install)
-
-    @staticmethod
-    def get_action_info(name: str) -> dict[str, Any]:
-        """OpenEnv's ``get_action_info``: where the env's action and observation classes live."""
-        info = AutoEnv.get_env_info(name)
-        keys = ("env_key", "package", "action_class", "observation_class", "module")
-        return {"env_name": info["name"], **{k: info[k] for k in keys}}
-
-    @staticmethod
-    def list_actions() -> None:
-        """Print each installed env's action class."""
-        names, singles, families = env_names(), _entry_points(), _families()
-        print("Available action classes:")
-        for name in names:  # entry points read once, not once per env as get_entry would
-            prefix, slash, member = name.partition("/")
-            entry = families[prefix].entry(member) if slash else singles[name].load()
-            print(f"  {name}: {entry.action_path}")
-        print(f"Total: {len(names)} action classes")
-
-
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "AutoAction",
-    "AutoEnv",
     "BrokenEnvEntryError",
     "EnvEntry",
     "EnvFamily",
     "FAMILY_ENTRY_POINT_GROUP",
     "UnknownEnvError",
     "describe",
+    "entries",
     "env_names",
     "family_names",
-    "find_entry",
     "get_entry",
     "hub_repo_id",
     "installed_version",
+    "installed_versions",
     "names_for_hub_id",
     "reset_discovery",
 ]

@@ -49,16 +49,23 @@ RENAMES: dict[str, str] = {
     "GenericMCPObservation": "openenv_train.client.generic:GenericObservation",
     "MCPClientBase": "openenv_train.client.mcp:MCPToolClient",
     # the LLM clients' tool and message converters (private in OpenEnv, public here)
-    "_clean_mcp_schema": "openenv_train.core.llm_client:tool_input_schema",
-    "_mcp_tools_to_openai": "openenv_train.core.llm_client:tools_to_openai",
-    "_mcp_tools_to_anthropic": "openenv_train.core.llm_client:tools_to_anthropic",
-    "_openai_msgs_to_anthropic": "openenv_train.core.llm_client:messages_to_anthropic",
+    "_clean_mcp_schema": "openenv_train.judge.llm_client:tool_input_schema",
+    "_mcp_tools_to_openai": "openenv_train.judge.llm_client:tools_to_openai",
+    "_mcp_tools_to_anthropic": "openenv_train.judge.llm_client:tools_to_anthropic",
+    "_openai_msgs_to_anthropic": "openenv_train.judge.llm_client:messages_to_anthropic",
     # the package-version helper (private in OpenEnv, public here)
     "_load_package_version": "openenv_train.catalog:installed_version",
 }
 
-#: openenv-train modules searched (in this order) for a name OpenEnv exports.
+#: openenv-train modules searched (in this order) for a name OpenEnv exports: the compatibility
+#: layer first (OpenEnv's spellings), then the native modules (the names spelled alike).
 SEARCH: tuple[str, ...] = (
+    "openenv_train.openenv",
+    "openenv_train.openenv.server",
+    "openenv_train.openenv.client",
+    "openenv_train.openenv.auto",
+    "openenv_train.openenv.docker",
+    "openenv_train.openenv.evals",
     "openenv_train",
     "openenv_train.core",
     "openenv_train.core.models",
@@ -66,6 +73,7 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.core.errors",
     "openenv_train.core.messages",
     "openenv_train.core.wire",
+    "openenv_train.core.rubrics",
     "openenv_train.server",
     "openenv_train.server.environment",
     "openenv_train.server.mcp",
@@ -77,9 +85,20 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.client.mcp",
     "openenv_train.client.sync",
     "openenv_train.client.compat",
+    "openenv_train.judge",
+    "openenv_train.judge.llm_client",
+    "openenv_train.judge.llm_judge",
     "openenv_train.catalog",
     "openenv_train.runtime.daytona",
-    "openenv_train.runtime.openenv_docker",
+)
+
+#: where ``_tail_modules`` looks for a module named like OpenEnv's, the compatibility layer first
+TAIL_BASES = (
+    "openenv_train.openenv",
+    "openenv_train",
+    "openenv_train.core",
+    "openenv_train.server",
+    "openenv_train.judge",
 )
 
 ALIASED_ROOTS = ("openenv", "openenv_core")
@@ -93,18 +112,18 @@ def _import_or_none(name: str) -> types.ModuleType | None:
 
 
 def _tail_modules(fullname: str) -> list[str]:
-    """Our modules named like OpenEnv's: ``openenv.core.rubrics.base`` -> ``openenv_train.rubrics.base``..."""
+    """Our modules named like OpenEnv's: ``openenv.core.rubrics.base`` ->
+    ``openenv_train.core.rubrics.base``..., ``openenv.core.evals`` -> ``openenv_train.openenv.evals``;
+    a module's last name alone too (``openenv.core.rubrics.llm_judge`` ->
+    ``openenv_train.judge.llm_judge``)."""
     parts = fullname.split(".")[1:]
     if parts and parts[0] == "core":
         parts = parts[1:]
     if parts and parts[0] == "env_server":
         parts = parts[1:]
-    names = []
-    for i in range(len(parts), 0, -1):
-        tail = ".".join(parts[:i])
-        for base in ("openenv_train", "openenv_train.core", "openenv_train.server"):
-            names.append(f"{base}.{tail}")
-    return names
+    tails = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+    tails += [parts[-1]] if len(parts) > 1 else []
+    return [f"{base}.{tail}" for tail in tails for base in TAIL_BASES]
 
 
 class _AliasModule(types.ModuleType):

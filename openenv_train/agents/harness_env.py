@@ -72,8 +72,8 @@ def resolve_tool_conflicts(
     return out, renames
 
 
-#: A turn verifier: a ``openenv_train.Rubric`` scores ``(action, response)``; a plain callable
-#: gets ``(action, response, env)``.
+#: A turn verifier: a ``openenv_train.core.rubrics.Rubric`` scores ``(action, response)``; a plain
+#: callable gets ``(action, response, env)``.
 Rubric = Callable[[HarnessAction, HarnessResponse, Any], Any] | BaseRubric
 
 

@@ -29,14 +29,14 @@ def load_run_config(model_dir: Path, recipe_name: str | None) -> Any:
 
 def passk(args: argparse.Namespace) -> int:
     """``eval --k``: sample, score, print (or ``--json``), write the trajectories and the
-    :class:`~openenv_train.core.evals.EvalResult` (the scores with every parameter behind them)."""
+    result (the scores with every parameter behind them; OpenEnv's ``EvalResult`` shape)."""
     import torch
 
     from ..policy.tiny import load_tiny_model
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.episode import RolloutConfig
     from ..training.passk import results_rows, targets_of_run, write_jsonl
-    from ..training.passk_harness import PassAtKHarness
+    from ..training.passk_harness import PassAtKEval
 
     model_dir = Path(args.model)
     cfg = load_run_config(model_dir, args.recipe)
@@ -59,9 +59,9 @@ def passk(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     model, tokenizer = load_tiny_model(model_dir)
     seed = args.seed if args.seed is not None else getattr(cfg.eval, "seed", 0)
-    harness = PassAtKHarness(TransformersPolicy(model, tokenizer), targets)
-    result = harness.run_from_config(
-        harness.config(
+    passk_eval = PassAtKEval(TransformersPolicy(model, tokenizer), targets)
+    result = passk_eval.run_config(
+        passk_eval.config(
             tasks=args.tasks,
             k=args.k,
             seed=seed,
@@ -70,12 +70,12 @@ def passk(args: argparse.Namespace) -> int:
             model=str(model_dir),
         )
     )
-    report, rows = result.scores, harness.trajectories
+    report, rows = result["scores"], passk_eval.trajectories
     out = Path(args.trajectories or model_dir.parent / "eval" / f"trajectories_k{args.k}.jsonl")
     write_jsonl(out, rows)
     result_path = Path(args.result or model_dir.parent / "eval" / f"result_k{args.k}.json")
     result_path.parent.mkdir(parents=True, exist_ok=True)
-    result_path.write_text(result.model_dump_json(indent=2))
+    result_path.write_text(json.dumps(result, indent=2))
     if args.json:
         print(
             json.dumps(

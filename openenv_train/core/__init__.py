@@ -1,4 +1,5 @@
-"""Protocol models, wire encoding and errors. No I/O lives here but ``llm_client`` (model SDKs)."""
+"""Protocol models, wire encoding, errors, rubrics and tool schemas. No I/O: the core imports no
+network, SDK or container library (the LLM clients and ``LLMJudge`` are in ``openenv_train.judge``)."""
 
 from .errors import (
     ActionValidationError,

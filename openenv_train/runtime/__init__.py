@@ -6,7 +6,6 @@ from .connect import connect_to, connect_to_hub, connect_to_image, connect_to_sy
 from .container import ContainerProvider
 from .daytona import DaytonaProvider  # imports the Daytona SDK only when one is made
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
-from .openenv_docker import LocalDockerProvider  # OpenEnv's shape on ContainerProvider
 from .pool import EnvPool, Lease
 from .ray_fleet import RayServerGroup, start_ray_servers  # imports Ray only when used
 from .servers import start_container_servers, start_servers
@@ -16,7 +15,6 @@ __all__ = [
     "DaytonaProvider",
     "EnvPool",
     "Lease",
-    "LocalDockerProvider",
     "LocalProcessProvider",
     "RayServerGroup",
     "ServerGroup",

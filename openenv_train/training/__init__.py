@@ -20,7 +20,7 @@ from .callbacks import (
     quiet_third_party,
 )
 from .environment import list_server_tools, make_environment_class, release_callback
-from .passk_harness import PassAtKHarness, PassAtKParameters
+from .passk_harness import PassAtKEval, PassAtKParameters
 from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
 from .rollout_builders import (
     EnvPlays,
@@ -45,7 +45,7 @@ __all__ = [
     "rollout_func_from_config",
     "JsonlMetricsCallback",
     "LogProgressCallback",
-    "PassAtKHarness",
+    "PassAtKEval",
     "PassAtKParameters",
     "PeriodicEvalCallback",
     "RichProgressCallback",

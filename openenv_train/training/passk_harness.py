@@ -1,29 +1,32 @@
-"""``PassAtKHarness``: pass@k evaluation (:mod:`.passk`) as an OpenEnv :class:`EvalHarness`.
+"""``PassAtKEval``: pass@k evaluation (:mod:`.passk`) with the record of what decided its scores.
 
-``openenv-train eval --k`` runs through it, so every eval leaves an :class:`EvalResult`: the
-scores per env with an :class:`EvalConfig` holding what decides them (tasks, k, seeds, success
-threshold, every rollout setting, the library versions), written beside the trajectories.
+``openenv-train eval --k`` runs through it, so every eval leaves a record: the scores per env
+with what decides them (tasks, k, seeds, success threshold, every rollout setting, the library
+versions), one plain JSON document written beside the trajectories. The document has OpenEnv's
+``EvalResult`` shape (``{"config": {...}, "scores": {...}}``), so
+``openenv_train.openenv.evals.EvalResult`` reads it; OpenEnv's ``EvalHarness`` over this class is
+``openenv_train.openenv.evals.PassAtKHarness``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import __version__
-from ..core.evals import EvalConfig, EvalHarness, installed_versions
+from ..catalog import installed_versions
 from ..rollout.episode import RolloutConfig
 from .passk import EvalTarget, evaluate_passk
 
-#: the libraries whose versions an EvalConfig of this harness records
+#: the libraries whose versions the record of an eval keeps
 LIBRARIES = ("openenv-train", "torch", "transformers")
 
 
 class PassAtKParameters(BaseModel):
-    """The ``eval_parameters`` of :class:`PassAtKHarness` (kept in an EvalConfig as JSON)."""
+    """The parameters of a pass@k eval (the record's ``eval_parameters``, as JSON)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -47,9 +50,9 @@ class PassAtKParameters(BaseModel):
         return value
 
 
-class PassAtKHarness(EvalHarness):
+class PassAtKEval:
     """pass@k and mean@k of ``policy`` on ``targets`` (servers started for the eval where a
-    target has no ``urls``). ``dataset`` names the envs, comma-separated; the scores are
+    target has no ``urls``). A ``dataset`` names the envs, comma-separated; the scores are
     ``{env: {"pass@1": ..., "mean@k": ..., "tasks": ..., "k": ..., "episodes": ...}}`` and
     :attr:`trajectories` holds the last run's episodes (one JSON-ready dict each)."""
 
@@ -58,6 +61,11 @@ class PassAtKHarness(EvalHarness):
             raise ValueError("targets: give at least one EvalTarget to evaluate on")
         self.policy, self.targets = policy, list(targets)
         self.trajectories: list[dict[str, Any]] = []
+
+    @property
+    def name(self) -> str:
+        """The record's ``harness_name``: the class name."""
+        return type(self).__name__
 
     def config(
         self,
@@ -69,9 +77,10 @@ class PassAtKHarness(EvalHarness):
         rollout: RolloutConfig | None = None,
         envs: Sequence[str] | None = None,
         model: str | None = None,
-    ) -> EvalConfig:
-        """The :class:`EvalConfig` of an eval on ``envs`` (default: every target), with this
-        harness's name and version and the installed versions of :data:`LIBRARIES`."""
+    ) -> dict[str, Any]:
+        """What decides an eval's scores, as plain JSON: ``harness_name``, ``harness_version``,
+        ``library_versions`` (of :data:`LIBRARIES`), ``dataset`` (``envs``, default every target)
+        and ``eval_parameters`` (:class:`PassAtKParameters`)."""
         params = PassAtKParameters(
             tasks=tasks,
             k=k,
@@ -82,13 +91,13 @@ class PassAtKHarness(EvalHarness):
         )
         names = list(envs) if envs else [t.name for t in self.targets]
         self.select(",".join(names))  # an unknown env fails here, not after the eval
-        return EvalConfig(
-            harness_name=self.name,
-            harness_version=__version__,
-            library_versions=installed_versions(*LIBRARIES),
-            dataset=",".join(names),
-            eval_parameters=params.model_dump(mode="json"),
-        )
+        return {
+            "harness_name": self.name,
+            "harness_version": __version__,
+            "library_versions": installed_versions(*LIBRARIES),
+            "dataset": ",".join(names),
+            "eval_parameters": params.model_dump(mode="json"),
+        }
 
     def select(self, dataset: str) -> list[EvalTarget]:
         """The targets ``dataset`` names (comma-separated env names), in its order."""
@@ -97,21 +106,15 @@ class PassAtKHarness(EvalHarness):
         unknown = [n for n in names if n not in by_name]
         if not names or unknown:
             raise ValueError(
-                f"dataset: {dataset!r} must name this harness's envs, comma-separated: "
+                f"dataset: {dataset!r} must name this eval's envs, comma-separated: "
                 f"{', '.join(by_name)}"
             )
         return [by_name[n] for n in names]
 
-    def run(
-        self,
-        harness_version: str,
-        library_versions: dict[str, str],
-        dataset: str,
-        eval_parameters: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Sample and score (``harness_version`` and ``library_versions`` are the record's,
-        not checked). Bad parameters raise a ``ValueError`` naming the field."""
-        params = PassAtKParameters.model_validate(eval_parameters)
+    def run(self, dataset: str, eval_parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """Sample and score; bad parameters raise a ``ValueError`` naming the field before any
+        episode."""
+        params = PassAtKParameters.model_validate(dict(eval_parameters))
         targets = self.select(dataset)
         report, self.trajectories = evaluate_passk(
             self.policy,
@@ -123,3 +126,8 @@ class PassAtKHarness(EvalHarness):
             threshold=params.threshold,
         )
         return dict(report)
+
+    def run_config(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The record of one eval: ``{"config": config, "scores": {env: scores}}``."""
+        scores = self.run(config["dataset"], config["eval_parameters"])
+        return {"config": dict(config), "scores": scores}

@@ -1,4 +1,4 @@
-"""The env catalog: every env package registers itself; AutoEnv/AutoAction; ``openenv-train envs``."""
+"""The env catalog: every env package registers itself; names -> entries; ``openenv-train envs``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ import sys
 
 import pytest
 
-from openenv_train import AutoAction, AutoEnv
-from openenv_train.catalog import BrokenEnvEntryError, EnvEntry, UnknownEnvError, get_entry
+from openenv_train.catalog import (
+    BrokenEnvEntryError,
+    EnvEntry,
+    UnknownEnvError,
+    env_names,
+    get_entry,
+)
 
 ENVS = {
     "echo": "echo_env",
@@ -21,26 +26,26 @@ ENVS = {
 
 
 def test_every_env_package_is_in_the_catalog() -> None:
-    assert set(ENVS) <= set(AutoEnv.names())
+    assert set(ENVS) <= set(env_names())
     for name, package in ENVS.items():
-        client = AutoEnv.from_name(name)
+        client = get_entry(name).client()
         assert client.__module__.startswith(package) and hasattr(client, "sync")
-        assert AutoEnv.app(name) == f"{package}.server.app:app"
-        assert AutoEnv.from_name(package) is client  # the package name works too
+        assert get_entry(name).app == f"{package}.server.app:app"
+        assert get_entry(package).client() is client  # the package name works too
 
 
 def test_auto_action_is_the_step_model() -> None:
     from blackjack_env import BlackjackAction
     from guess_number_env import GuessAction
 
-    assert AutoAction.from_name("blackjack") is BlackjackAction
-    assert AutoAction.from_name("guess_number") is GuessAction
-    assert AutoAction.from_name("guess_number").model_validate({"guess": 3}).guess == 3
+    assert get_entry("blackjack").action() is BlackjackAction
+    assert get_entry("guess_number").action() is GuessAction
+    assert get_entry("guess_number").action().model_validate({"guess": 3}).guess == 3
 
 
 def test_unknown_name_lists_the_installed_envs() -> None:
     with pytest.raises(UnknownEnvError, match=r"no env named 'blackjak'.*blackjack, coding"):
-        AutoEnv.from_name("blackjak")
+        get_entry("blackjak").client()
 
 
 def test_a_broken_entry_names_its_path() -> None:

@@ -105,12 +105,12 @@ def test_eval_k_reports_passk_and_replay_finds_changed_rewards(
     assert scores["tasks"] == 6 and scores["k"] == 4 and scores["episodes"] == 24
     assert 0 <= scores["pass@1"] <= scores["pass@2"] <= scores["pass@4"] <= 1
     assert -1 <= scores["mean@4"] <= 1
-    # the EvalResult beside it: the same scores with every parameter behind them
-    from openenv_train.core.evals import EvalResult
+    # the result beside it (OpenEnv's EvalResult shape): the same scores with every parameter
+    from openenv_train.openenv.evals import EvalResult
 
     result = EvalResult.model_validate_json(Path(report["result"]).read_text())
     assert result.scores == report["envs"]
-    assert result.config.harness_name == "PassAtKHarness" and result.config.dataset == "countdown"
+    assert result.config.harness_name == "PassAtKEval" and result.config.dataset == "countdown"
     params = result.config.eval_parameters
     assert (params["tasks"], params["k"], params["seed"]) == (6, 4, 2_000_000_000)
     assert params["model"] == str(countdown_run / "model")

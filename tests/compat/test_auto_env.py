@@ -12,17 +12,18 @@ from blackjack_env.client import BlackjackEnv
 from blackjack_env.models import BlackjackAction
 from echo_env.client import EchoEnv
 
-from openenv_train import AutoAction, AutoEnv
 from openenv_train.catalog import (
     UnknownEnvError,
+    env_names,
+    get_entry,
     hub_repo_id,
     installed_version,
     reset_discovery,
 )
 from openenv_train.client import GenericAction, GenericEnvClient
+from openenv_train.openenv import AutoAction, AutoEnv, HubUnreachableError
+from openenv_train.openenv.auto import reachable
 from openenv_train.runtime import container_engine as ce
-from openenv_train.runtime.auto import reachable
-from openenv_train.runtime.hub import HubUnreachableError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from rt_containers import BASE_IMAGE, IMAGE_PREFIX, ROOT  # noqa: E402
@@ -80,6 +81,16 @@ def test_env_info_and_listings(capsys: pytest.CaptureFixture[str]) -> None:
     AutoAction.list_actions()
     out = capsys.readouterr().out
     assert "  blackjack\n" in out and "blackjack: blackjack_env.models:BlackjackAction" in out
+
+
+def test_by_name_lookups_are_the_catalogs() -> None:
+    assert AutoEnv.from_name("blackjack") is get_entry("blackjack").client() is BlackjackEnv
+    assert AutoEnv.from_name("blackjack_env") is BlackjackEnv  # the package name works too
+    assert AutoEnv.app("blackjack") == "blackjack_env.server.app:app"
+    assert AutoAction.from_name("blackjack") is BlackjackAction
+    assert AutoEnv.names() == env_names()
+    with pytest.raises(UnknownEnvError, match="installed envs"):
+        AutoEnv.from_name("blackjak")
 
 
 def test_factories_are_not_instantiated() -> None:

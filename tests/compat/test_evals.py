@@ -1,6 +1,8 @@
-"""OpenEnv's evals types on our side: ``EvalConfig`` / ``EvalResult`` refuse bad input naming the
-field, survive a JSON round trip unchanged, and ``InspectAIHarness`` checks its parameters and
-says how to install Inspect AI when it is missing (it stays an optional dependency)."""
+"""OpenEnv's evals on our side (``openenv_train.openenv.evals``): ``EvalConfig`` / ``EvalResult``
+refuse bad input naming the field, survive a JSON round trip unchanged, ``InspectAIHarness``
+checks its parameters and says how to install Inspect AI when it is missing (it stays an optional
+dependency), and ``PassAtKHarness`` runs the native pass@k as an ``EvalHarness`` against a real
+guess-the-number server."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from unittest.mock import patch
 import pytest
 from pydantic import ValidationError
 
-from openenv_train.core.evals import (
+from openenv_train.catalog import installed_versions
+from openenv_train.openenv.evals import (
     EvalConfig,
     EvalHarness,
     EvalResult,
     InspectAIHarness,
-    installed_versions,
+    PassAtKHarness,
     scores_from_log,
 )
 
@@ -120,3 +123,46 @@ def test_scores_from_log_flattens_every_scorer() -> None:
     )
     assert scores_from_log(log) == {"accuracy": 0.8, "stderr": 0.02, "f1": 0.7}
     assert scores_from_log(SimpleNamespace(results=None)) == {}
+
+
+# ---- PassAtKHarness: the native pass@k as OpenEnv's EvalHarness ------------------------------------
+
+GUESS_APP = "guess_number_env.server.app:app"
+GUESS_SPEC = "guess_number_env.text_spec:GuessNumberTextSpec"
+
+
+def binary_search(text: str) -> str:
+    words = text.replace("<eos>", " ").split()
+    return str((int(words[-3]) + int(words[-1])) // 2)  # "... it is from LO to HI"
+
+
+@pytest.mark.timeout(300)
+def test_passk_harness_result_records_its_config_and_reproduces() -> None:
+    from guess_number_env.text_spec import vocabulary
+
+    from openenv_train.policy.tiny import build_word_tokenizer
+    from openenv_train.rollout import RolloutConfig, ScriptedPolicy
+    from openenv_train.runtime import LocalProcessProvider
+    from openenv_train.training.passk import EvalTarget
+
+    policy = ScriptedPolicy(build_word_tokenizer(list(vocabulary(16))), binary_search)
+    rollout = RolloutConfig(max_turns=8, max_new_tokens=2, temperature=1.0, episode_seed=0)
+    with LocalProcessProvider(GUESS_APP, startup_timeout=120) as server:
+        target = EvalTarget("guess_number", GUESS_APP, GUESS_SPEC, {"high": 16}, [server.base_url])
+        harness = PassAtKHarness(policy, [target])
+        assert isinstance(harness, EvalHarness) and harness.policy is policy
+        config = harness.config(tasks=2, k=2, seed=7, rollout=rollout, model="scripted")
+        result = harness.run_from_config(config)
+
+        assert isinstance(config, EvalConfig) and config.harness_name == "PassAtKHarness"
+        assert isinstance(result, EvalResult) and result.config is config
+        scores = result.scores["guess_number"]
+        assert scores["pass@1"] == 1.0 and scores["episodes"] == 4
+        assert len(harness.trajectories) == 4
+        again = EvalResult.model_validate_json(result.model_dump_json())
+        assert again == result
+        assert harness.run_from_config(again.config).scores == result.scores
+    with pytest.raises(ValueError, match="dataset: 'countdown'"):
+        harness.run(config.harness_version, {}, "countdown", config.eval_parameters)
+    with pytest.raises(ValueError, match="targets"):
+        PassAtKHarness(policy, [])

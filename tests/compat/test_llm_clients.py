@@ -1,4 +1,4 @@
-"""OpenEnv's LLM clients (``openenv_train.core.llm_client``) against a real model server on
+"""OpenEnv's LLM clients (``openenv_train.judge.llm_client``) against a real model server on
 loopback: a small FastAPI app that answers OpenAI's chat-completions and Anthropic's Messages
 requests the way a model server does, through the real ``openai`` and ``anthropic`` SDKs. Then an
 ``LLMJudge`` scoring through it, in an env's rubric and as a TRL reward function.
@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from openenv_train import LLMJudge, Rubric, Tool, WeightedSum
-from openenv_train.core.llm_client import (
+from openenv_train import Tool
+from openenv_train.core.rubrics import Rubric, WeightedSum
+from openenv_train.judge import LLMJudge
+from openenv_train.judge.llm_client import (
     AnthropicClient,
     LLMClient,
     LLMResponse,

@@ -60,8 +60,15 @@ openenv_suite.install_shim()
 from openenv.core.env_client import EnvClient
 from openenv.core.generic_client import GenericAction
 from openenv.core.env_server.http_server import create_fastapi_app
-import openenv_train, openenv_train.client
-assert EnvClient is openenv_train.EnvClient and create_fastapi_app is openenv_train.create_app
+import openenv_train, openenv_train.client, openenv_train.judge, openenv_train.openenv as layer
+# the compatibility layer answers first; a name it lacks comes from the native packages
+assert EnvClient is getattr(layer, "EnvClient", openenv_train.EnvClient)
+assert create_fastapi_app is openenv_train.create_app
+from openenv.core.evals import EvalResult
+from openenv.auto import AutoEnv
+from openenv.core.rubrics.llm_judge import LLMJudge
+assert EvalResult is layer.EvalResult and AutoEnv is layer.AutoEnv
+assert LLMJudge is openenv_train.judge.LLMJudge
 assert GenericAction is openenv_train.client.GenericAction
 try:
     from openenv.core.env_server.http_server import NoSuchThing
@@ -88,7 +95,7 @@ from unittest import mock
 import openenv_suite
 openenv_suite.install_shim()
 import openenv.core.llm_client as alias
-import openenv_train.core.llm_client as ours
+import openenv_train.judge.llm_client as ours
 import openenv_train.server as server
 original, create_app = ours.AsyncOpenAI, server.create_app
 with mock.patch("openenv.core.llm_client.AsyncOpenAI") as outer:
@@ -102,7 +109,7 @@ with mock.patch("openenv.core.env_server.http_server.create_fastapi_app", "renam
 assert server.create_app is create_app
 with mock.patch("openenv.core.llm_client.NoSuchName", 1, create=True):
     assert alias.NoSuchName == 1 and not hasattr(ours, "NoSuchName")  # nobody owns it
-assert sys.modules["openenv_train.core"].llm_client is ours  # submodule links stay on the alias
+assert sys.modules["openenv_train.judge"].llm_client is ours  # submodule links stay on the alias
 print("restored", os.environ.get("OPENENV_SUITE_LENIENT"))
 """
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-import openenv_train
 from openenv_train import Action, Environment, Observation, State, Transform, create_app
+from openenv_train.core import rubrics
+from openenv_train.judge import LLMJudge
 from openenv_train.server import CompositeTransform, NullTransform
 from openenv_train.training import make_rubric_reward
 
@@ -33,9 +34,8 @@ def _our_api() -> types.SimpleNamespace:
         "RubricDict",
         "TrajectoryRubric",
         "ExponentialDiscountingTrajectoryRubric",
-        "LLMJudge",
     ]
-    return types.SimpleNamespace(**{n: getattr(openenv_train, n) for n in names})
+    return types.SimpleNamespace(LLMJudge=LLMJudge, **{n: getattr(rubrics, n) for n in names})
 
 
 @pytest.fixture(params=["openenv_train", "openenv"])
@@ -190,12 +190,12 @@ class GuessObservation(Observation):
     feedback: str = ""
 
 
-class ExactGuess(openenv_train.Rubric):
+class ExactGuess(rubrics.Rubric):
     def forward(self, action: GuessAction, observation: GuessObservation) -> float:
         return 1.0 if action.guess == 7 else 0.0
 
 
-class Closeness(openenv_train.Rubric):
+class Closeness(rubrics.Rubric):
     def forward(self, action: GuessAction, observation: GuessObservation) -> float:
         return max(0.0, 1.0 - abs(action.guess - 7) / 10)
 
@@ -212,7 +212,7 @@ class GuessEnv(Environment[GuessAction, GuessObservation, State]):
     def __init__(self) -> None:
         super().__init__(
             transform=Shout(),
-            rubric=openenv_train.WeightedSum([ExactGuess(), Closeness()], [0.5, 0.5]),
+            rubric=rubrics.WeightedSum([ExactGuess(), Closeness()], [0.5, 0.5]),
         )
         self._state = State(step_count=0)
 
@@ -248,7 +248,7 @@ def test_environment_init_defaults_and_helpers() -> None:
 
 
 async def test_async_rubric_in_an_env_via_apply_rubric_async() -> None:
-    judge = openenv_train.LLMJudge("{action}", judge=lambda prompt: "0.75")
+    judge = LLMJudge("{action}", judge=lambda prompt: "0.75")
     env = Environment(rubric=judge)
     assert await env._apply_rubric_async("a", Observation()) == 0.75
     await env._reset_rubric_async()
@@ -268,7 +268,7 @@ async def test_served_env_reward_is_the_rubric_score(serve_app: Any) -> None:
 
 
 def test_rubric_as_trl_reward_function() -> None:
-    rubric = openenv_train.WeightedSum([ExactGuess(), Closeness()], [0.5, 0.5])
+    rubric = rubrics.WeightedSum([ExactGuess(), Closeness()], [0.5, 0.5])
     reward = make_rubric_reward(
         rubric,
         to_action=lambda text, columns: GuessAction(guess=int(text.strip())),
@@ -286,12 +286,12 @@ def test_async_judge_rubric_as_trl_reward_reads_row_columns() -> None:
         asked.append(prompt)
         return "1" if "Paris" in prompt else "0"
 
-    judge = openenv_train.LLMJudge("{action} | expected {observation.answer}", judge=fake_judge)
+    judge = LLMJudge("{action} | expected {observation.answer}", judge=fake_judge)
     reward = make_rubric_reward(judge)
     scores = reward(["Paris", "Rome"], answer=["Paris", "Paris"], env_reward=[0.0, 0.0])
     assert scores == [1.0, 1.0] and asked[1] == "Rome | expected Paris"
     with pytest.raises(ValueError, match="exactly one of client= .* or judge="):
-        openenv_train.LLMJudge("{action}")
+        LLMJudge("{action}")
 
 
 async def test_a_harness_env_verifier_can_be_a_rubric() -> None:
@@ -299,7 +299,7 @@ async def test_a_harness_env_verifier_can_be_a_rubric() -> None:
     from openenv_train.agents.agentic import HarnessResponse
     from openenv_train.agents.harness_env import HarnessAction, HarnessEnvironment
 
-    class SaysDone(openenv_train.Rubric):
+    class SaysDone(rubrics.Rubric):
         async def forward(self, action: Any, observation: Any) -> float:
             return 1.0 if "done" in observation.response else 0.0
 

@@ -100,3 +100,19 @@ def test_the_shipped_envs_and_the_scaffold_use_the_one_import(tmp_path: Path) ->
 def test_the_one_import_checker_flags_a_submodule_path() -> None:
     assert author_imports_by_submodule(Path("m.py"), "from openenv_train.core.models import State")
     assert not author_imports_by_submodule(Path("m.py"), "from openenv_train.rollout import X")
+
+
+def test_the_root_holds_the_env_authors_names_only() -> None:
+    """Rubrics, the catalog and OpenEnv's own spellings each have their one home."""
+    homes = {
+        "Rubric": "openenv_train.core.rubrics",
+        "WeightedSum": "openenv_train.core.rubrics",
+        "LLMJudge": "openenv_train.judge",
+        "EnvEntry": "openenv_train.catalog",
+        "EnvFamily": "openenv_train.catalog",
+        "AutoEnv": "openenv_train.openenv",
+        "AutoAction": "openenv_train.openenv",
+    }
+    for name, home in homes.items():
+        assert name not in openenv_train._HOME
+        assert hasattr(importlib.import_module(home), name), f"{home}.{name}"

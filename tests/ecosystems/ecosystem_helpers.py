@@ -13,7 +13,7 @@ from typing import Any
 from server_helpers import ServerThread
 from uvicorn.importer import import_from_string
 
-from openenv_train import AutoEnv
+from openenv_train.catalog import get_entry
 from openenv_train.policy.tiny import build_chatml_tokenizer
 from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
 
@@ -21,7 +21,7 @@ from openenv_train.rollout import RolloutConfig, RolloutEngine, ScriptedPolicy
 @contextmanager
 def serve(name: str) -> Iterator[str]:
     """The catalog env ``name`` served by real uvicorn on 127.0.0.1; yields its base URL."""
-    server = ServerThread(import_from_string(AutoEnv.app(name))).start()
+    server = ServerThread(import_from_string(get_entry(name).app)).start()
     try:
         yield server.url
     finally:

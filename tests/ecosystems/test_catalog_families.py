@@ -11,9 +11,9 @@ import sys
 import httpx
 import pytest
 
-from openenv_train import AutoEnv, EnvFamily
 from openenv_train.catalog import (
     BrokenEnvEntryError,
+    EnvFamily,
     UnknownEnvError,
     env_names,
     family_names,
@@ -35,7 +35,7 @@ def test_unknown_family_and_member_errors_name_what_is_installed() -> None:
     with pytest.raises(UnknownEnvError, match=r"no env family 'gym'.*reasoning_gym, textarena"):
         get_entry("gym/CartPole")
     with pytest.raises(UnknownEnvError, match="reasoning-gym has no dataset 'leg_count'"):
-        AutoEnv.from_name("reasoning_gym/leg_count")
+        get_entry("reasoning_gym/leg_count").client()
     with pytest.raises(UnknownEnvError, match="no env family 'nope'"):
         env_names("nope")
 
@@ -65,7 +65,7 @@ def test_envs_command_lists_every_family_member_with_its_schema() -> None:
 
 
 def test_the_local_runtime_serves_a_member_by_its_app_path() -> None:
-    app = AutoEnv.app("reasoning_gym/basic_arithmetic")
+    app = get_entry("reasoning_gym/basic_arithmetic").app
     with LocalProcessProvider(app, startup_timeout=120) as server:
         meta = httpx.get(f"{server.base_url}/metadata", timeout=30).json()
         reset = httpx.post(f"{server.base_url}/reset", json={"seed": 1}, timeout=30).json()

@@ -10,7 +10,7 @@ from reasoning_gym_env.names import dataset_names, live_dataset_names
 from reasoning_gym_env.server.environment import ReasoningGymEnvironment
 from reasoning_gym_env.text_spec import ReasoningGymSpec, sample_items
 
-from openenv_train import AutoAction, AutoEnv
+from openenv_train.catalog import env_names, get_entry
 
 SAMPLE = ("leg_counting", "basic_arithmetic", "word_sorting")
 
@@ -18,14 +18,14 @@ SAMPLE = ("leg_counting", "basic_arithmetic", "word_sorting")
 def test_every_dataset_is_an_env_scored_by_its_own_scorer() -> None:
     names = dataset_names()
     assert names == live_dataset_names() and len(names) >= 100  # the written-out list is true
-    assert {f"reasoning_gym/{n}" for n in names} <= set(AutoEnv.names())
+    assert {f"reasoning_gym/{n}" for n in names} <= set(env_names())
     perfect = 0
     for name in names:
         env = ReasoningGymEnvironment(name)
         first = env.reset(seed=5)
         assert first.question and first.done is False and first.dataset == name
         expected = env._entry["answer"]  # noqa: SLF001: the reference answer, to score it
-        result = env.step(AutoAction.from_name(f"reasoning_gym/{name}")(answer=str(expected)))
+        result = env.step(get_entry(f"reasoning_gym/{name}").action()(answer=str(expected)))
         assert result.done is True and 0.0 <= result.reward <= 1.0, name
         perfect += result.reward == 1.0
     # a few datasets' stored answers are not in the form their scorer reads (e.g. rubiks_cube)

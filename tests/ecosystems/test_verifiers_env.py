@@ -12,16 +12,15 @@ from verifiers_env.installed import env_ids
 from verifiers_env.text_spec import VerifiersSpec
 from vf_arithmetic import arithmetic_rows
 
-from openenv_train import AutoEnv
-from openenv_train.catalog import UnknownEnvError
+from openenv_train.catalog import UnknownEnvError, env_names, get_entry
 
 
 def test_installed_verifiers_environments_are_in_the_catalog() -> None:
     assert "vf-arithmetic" in env_ids()
-    assert "verifiers/vf-arithmetic" in AutoEnv.names()
-    assert AutoEnv.app("verifiers/vf-arithmetic") == "verifiers_env.server.apps:vf-arithmetic"
+    assert "verifiers/vf-arithmetic" in env_names()
+    assert get_entry("verifiers/vf-arithmetic").app == "verifiers_env.server.apps:vf-arithmetic"
     with pytest.raises(UnknownEnvError, match="no verifiers environment 'vf-nowhere'"):
-        AutoEnv.app("verifiers/vf-nowhere")
+        get_entry("verifiers/vf-nowhere")
 
 
 def test_openenv_generic_client_gets_rubric_rewards() -> None:

@@ -1,13 +1,13 @@
-"""OpenEnv's LocalDockerProvider shape on our hardened ContainerProvider, on the real engine."""
+"""OpenEnv's LocalDockerProvider (``openenv_train.openenv``) on our hardened ContainerProvider, on
+the real engine."""
 
 from __future__ import annotations
 
 import pytest
 
+from openenv_train.openenv import ContainerNotReadyError, LocalDockerProvider
 from openenv_train.openenv.client import MCPToolClient
-from openenv_train.runtime import LocalDockerProvider
 from openenv_train.runtime import container_engine as ce
-from openenv_train.runtime.openenv_docker import ContainerNotReadyError
 
 
 def test_openenv_calls_serve_a_hardened_container_on_loopback(image_of, no_leaks):

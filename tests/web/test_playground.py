@@ -16,7 +16,7 @@ from ports import free_port
 from server_helpers import wait_until
 
 from openenv_train import CallToolAction, State, create_app
-from openenv_train.catalog import AutoEnv, env_names, family_names
+from openenv_train.catalog import env_names, family_names, get_entry
 
 CARDS = Path(blackjack_env.server.__file__).parent / "cards.js"
 
@@ -107,7 +107,7 @@ def _playground_sample() -> list[str]:
     """Every single env, and the first two members of each family (a family's members share one
     server and one form builder; the ecosystem tests drive more of them over the wire)."""
     members = {n for f in family_names() for n in env_names(f)}
-    sample = [n for n in AutoEnv.names() if n not in members]
+    sample = [n for n in env_names() if n not in members]
     return sample + [n for f in family_names() for n in env_names(f)[:2]]
 
 
@@ -116,7 +116,7 @@ def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page:
     """`openenv-train serve` turns the page on for loopback; no env-specific code draws it."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "openenv_train", "serve", AutoEnv.app(name), "--port", str(port)],
+        [sys.executable, "-m", "openenv_train", "serve", get_entry(name).app, "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

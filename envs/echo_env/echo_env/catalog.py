@@ -1,6 +1,6 @@
 """This env's entry in the openenv-train env catalog (registered in pyproject.toml)."""
 
-from openenv_train import EnvEntry
+from openenv_train.catalog import EnvEntry
 
 CATALOG_ENTRY = EnvEntry(
     name="echo",

@@ -1,6 +1,6 @@
 """This env's entry in the openenv-train env catalog (registered in pyproject.toml; not part of the OpenEnv original)."""
 
-from openenv_train import EnvEntry
+from openenv_train.catalog import EnvEntry
 
 CATALOG_ENTRY = EnvEntry(
     name="maze",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from openenv_train import EnvEntry, EnvFamily
-from openenv_train.catalog import UnknownEnvError
+from openenv_train.catalog import EnvEntry, EnvFamily, UnknownEnvError
 
 from .games import game_ids
 

@@ -2,18 +2,17 @@
 
 One rubric serves both sides: an env computes ``observation.reward`` with it in ``step``
 (``Environment(rubric=...)``), and ``openenv_train.training.make_rubric_reward`` turns the same
-object into a TRL reward function.
+object into a TRL reward function. ``LLMJudge`` (a rubric that asks a language model, network
+I/O) lives above the core, in ``openenv_train.judge``.
 """
 
 from .base import Rubric
 from .containers import Gate, RubricDict, RubricList, Sequential, WeightedSum
-from .llm_judge import LLMJudge
 from .trajectory import ExponentialDiscountingTrajectoryRubric, TrajectoryRubric
 
 __all__ = [
     "ExponentialDiscountingTrajectoryRubric",
     "Gate",
-    "LLMJudge",
     "Rubric",
     "RubricDict",
     "RubricList",

@@ -1,16 +1,16 @@
-"""OpenEnv's ``LocalDockerProvider`` (``start_container`` / ``wait_for_ready`` /
-``stop_container``) on our hardened :class:`ContainerProvider`, so OpenEnv code that makes one
-keeps working after the import change and gets the hardening: non-root, all capabilities
-dropped, a read-only root, limits, the port published on 127.0.0.1 only (OpenEnv publishes it
-on every interface)."""
+"""OpenEnv's ``LocalDockerProvider`` (``openenv.core.containers.runtime``: ``start_container``
+/ ``wait_for_ready`` / ``stop_container``) on our hardened ``ContainerProvider``, so OpenEnv code
+that makes one keeps working after the import change and gets the hardening: non-root, all
+capabilities dropped, a read-only root, limits, the port published on 127.0.0.1 only (OpenEnv
+publishes it on every interface)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..core.errors import ServerStartError
-from .container import ContainerProvider
-from .health import wait_healthy
+from ..runtime.container import ContainerProvider
+from ..runtime.health import wait_healthy
 
 
 class ContainerNotReadyError(ServerStartError, TimeoutError):
@@ -65,3 +65,6 @@ class LocalDockerProvider:
         server, self.server = self.server, None
         if server is not None:
             server.stop()
+
+
+__all__ = ["ContainerNotReadyError", "LocalDockerProvider"]

@@ -1,6 +1,6 @@
 """``LLMJudge``: a rubric that asks a language model for a score (LLM-as-a-judge).
 
-The model is pluggable: pass OpenEnv's ``client=`` (an ``openenv_train.core.llm_client``
+The model is pluggable: pass OpenEnv's ``client=`` (an ``openenv_train.judge.llm_client``
 client such as ``OpenAIClient``, or anything with ``complete(prompt)``, sync or async) or
 ``judge=`` (any callable ``prompt -> str``, sync or async). Nothing here opens a connection itself.
 """
@@ -12,11 +12,11 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from .base import Rubric
+from ..core.rubrics.base import Rubric
 
 
 class CompletionClient(Protocol):
-    """What ``LLMJudge(client=...)`` needs: ``LLMClient.complete`` (``core.llm_client``)."""
+    """What ``LLMJudge(client=...)`` needs: ``LLMClient.complete`` (``judge.llm_client``)."""
 
     def complete(self, prompt: str) -> str | Awaitable[str]: ...
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tool_schema import tool_input_schema, tools_to_anthropic, tools_to_openai
+from ..core.tool_schema import tool_input_schema, tools_to_anthropic, tools_to_openai
 
 try:  # optional: the `judge` extra; OpenAIClient says how to install it
     from openai import AsyncOpenAI

@@ -1,0 +1,53 @@
+"""Language models as judges: ``LLMJudge`` (a rubric that asks a model for a score) and the
+clients it asks through (``OpenAIClient``, ``AnthropicClient``, ``create_llm_client``; the SDKs
+are the optional ``judge`` extra: ``pip install "openenv-train[judge]"``).
+
+This package sits above the core: the core's rubrics are pure functions of an action and an
+observation, and the network I/O of asking a model lives here. The names load lazily, so
+``from openenv_train.judge import LLMJudge`` imports no SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "llm_judge": ("CompletionClient", "LLMJudge"),
+    "llm_client": (
+        "AnthropicClient",
+        "LLMClient",
+        "LLMResponse",
+        "OpenAIClient",
+        "ToolCall",
+        "create_llm_client",
+    ),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:
+    from .llm_client import (  # noqa: F401
+        AnthropicClient,
+        LLMClient,
+        LLMResponse,
+        OpenAIClient,
+        ToolCall,
+        create_llm_client,
+    )
+    from .llm_judge import CompletionClient, LLMJudge  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+__all__ = sorted(_HOME)

@@ -1,0 +1,67 @@
+"""OpenEnv's API on openenv-train: the one place OpenEnv 0.10's spellings live.
+
+Code written for OpenEnv moves over by changing its ``openenv.core...`` / ``openenv...``
+imports to ``openenv_train.openenv``::
+
+    from openenv_train.openenv import AutoEnv, EnvClient, HTTPEnvServer, LocalDockerProvider
+
+Every name here is OpenEnv's, with OpenEnv's arguments and behaviour, built on the native
+packages: ``server`` (``HTTPEnvServer``, ``create_app``...), ``client`` (``EnvClient``,
+``GenericEnvClient``), ``auto`` (``AutoEnv``, ``AutoAction`` over the env catalog), ``docker``
+(``LocalDockerProvider`` on the hardened container) and ``evals`` (``EvalHarness``,
+``EvalConfig``, ``EvalResult``, ``InspectAIHarness``, ``PassAtKHarness``). This package sits at
+the top of the import layers: it may import any native package, and no native module imports
+it. The names OpenEnv and openenv-train spell alike (``Action``, ``Observation``,
+``Environment``, the rubrics) are native: ``openenv_train``, ``openenv_train.core.rubrics``;
+the LLM clients and ``LLMJudge`` are in ``openenv_train.judge``.
+
+The names load lazily (module ``__getattr__``): importing one module of the layer imports no
+other, so a name whose module is missing fails alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# submodule -> the OpenEnv names it provides; the one list of what ``openenv_train.openenv`` exports
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "server": (
+        "ConcurrencyConfig",
+        "HTTPEnvServer",
+        "ServerCapacityStatus",
+        "create_app",
+        "create_web_interface_app",
+    ),
+    "client": ("EnvClient", "GenericEnvClient"),
+    "auto": ("AutoAction", "AutoEnv", "HubUnreachableError"),
+    "docker": ("ContainerNotReadyError", "LocalDockerProvider"),
+    "evals": ("EvalConfig", "EvalHarness", "EvalResult", "InspectAIHarness", "PassAtKHarness"),
+}
+_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    # imports the one submodule that holds ``name`` on first use
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        home = importlib.import_module(f".{module}", __name__)
+    except ModuleNotFoundError as err:
+        if err.name != f"{__name__}.{module}":
+            raise  # a dependency of the module is missing: say which
+        raise AttributeError(
+            f"module {__name__!r} has no attribute {name!r}: its module "
+            f"{__name__}.{module} is not in this installation"
+        ) from err
+    value = getattr(home, name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+__all__ = sorted(_HOME)
