@@ -14,7 +14,7 @@ import socket
 
 def _ours_app(sync: bool, max_sessions: int, session_timeout: float = 300.0):
     from openenv_train.core.models import Action, Observation, State
-    from openenv_train.server import create_app
+    from openenv_train.server import Limits, create_app
     from openenv_train.server.environment import Environment
 
     class CounterAction(Action):
@@ -61,8 +61,7 @@ def _ours_app(sync: bool, max_sessions: int, session_timeout: float = 300.0):
         CounterAction,
         CounterObservation,
         State,
-        max_sessions=max_sessions,
-        session_timeout=session_timeout,
+        limits=Limits.from_env(max_sessions=max_sessions, session_timeout_s=session_timeout),
     )
 
 

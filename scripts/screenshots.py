@@ -46,8 +46,7 @@ def playground(page: Any) -> None:
         BlackjackAction,
         BlackjackObservation,
         BlackjackState,
-        web=True,
-        web_renderer=cards,
+        web=cards,
     )
     page.goto(serve(app) + "/web")
     page.fill("#seed", "11")

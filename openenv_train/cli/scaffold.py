@@ -147,7 +147,7 @@ from __future__ import annotations
 
 import os
 
-from openenv_train import create_app
+from openenv_train import Limits, create_app
 
 from ..models import {Camel}Action, {Camel}Observation, {Camel}State
 from .environment import {Camel}Environment
@@ -157,7 +157,7 @@ app = create_app(
     {Camel}Action,
     {Camel}Observation,
     {Camel}State,
-    max_sessions=int(os.environ.get("MAX_SESSIONS", "4096")),
+    limits=Limits.from_env(max_sessions=int(os.environ.get("MAX_SESSIONS", "4096"))),
 )
 """,
     "tests/test_{name}.py": """\

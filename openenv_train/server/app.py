@@ -9,23 +9,17 @@ every route (``guard``): an optional bearer token and the bounds of ``Limits``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 
 from ..core.messages import ServerMode
-from ..core.models import Action, EnvironmentMetadata, Observation, State
-from .concurrency import (
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_TIMEOUT_S,
-    ConcurrencyConfig,
-    concurrency_from,
-)
+from ..core.models import Action, Observation, State
 from .guard import Gate
-from .http_server import HTTPEnvServer, check_session_bounds, resolve_mode
 from .limits import Limits
+from .routes import EnvRoutes, resolve_mode
 from .sessions import SessionManager
 from .web import add_playground, check_renderer, web_enabled
 from .ws import WebSocketEndpoint
@@ -61,114 +55,97 @@ class EnvApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
+#: Keywords that are not create_app's, each with the spelling that is (OpenEnv's keywords work
+#: from ``openenv_train.openenv``'s create_app; the others are this package's earlier ones).
+_NOT_NATIVE: Mapping[str, str] = {
+    "env_name": "the server is named after the env factory",
+    "max_concurrent_envs": "pass limits=Limits(max_sessions=N)",
+    "concurrency_config": "pass limits=Limits(max_sessions=N, session_timeout_s=S)",
+    "reset_observation_cls": "/schema gives observation_cls for reset too",
+    "max_sessions": "pass limits=Limits(max_sessions=N)",
+    "session_timeout": "pass limits=Limits(session_timeout_s=S)",
+    "web_renderer": "pass web=PATH (the page on, drawn by that renderer)",
+    "metadata": "set the env class's `metadata` attribute or override its get_metadata()",
+}
+_OPENENV_ONLY = ("env_name", "max_concurrent_envs", "concurrency_config", "reset_observation_cls")
+
+
+def _native_spelling(fn: Callable[..., FastAPI]) -> Callable[..., FastAPI]:
+    """Refuse a keyword of OpenEnv's (or of our earlier) ``create_app`` by name, with the native
+    spelling, instead of Python's bare "unexpected keyword argument"."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> FastAPI:
+        for name in kwargs:
+            if name in _NOT_NATIVE:
+                openenv = (
+                    "; OpenEnv's spelling works from openenv_train.openenv's create_app"
+                    if name in _OPENENV_ONLY
+                    else ""
+                )
+                raise TypeError(f"create_app() takes no {name}=: {_NOT_NATIVE[name]}{openenv}")
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+@_native_spelling
 def create_app(
     env: Callable[[], Any],
-    action_cls: type[Action] | None,
-    observation_cls: type[Observation] | None,
-    state_cls: type[State] | str = State,
+    action_cls: type[Action] | None = None,
+    observation_cls: type[Observation] | None = None,
+    state_cls: type[State] = State,
     *,
-    max_sessions: int = DEFAULT_MAX_SESSIONS,
-    session_timeout: float | None = DEFAULT_SESSION_TIMEOUT_S,
-    mode: ServerMode | str | None = None,
-    metadata: EnvironmentMetadata | dict[str, Any] | None = None,
     limits: Limits | None = None,
+    mode: ServerMode | str | None = None,
     token: str | None = None,
-    web: bool | None = None,
-    web_renderer: str | Path | None = None,
-    env_name: str | None = None,
-    max_concurrent_envs: int | None = None,
-    concurrency_config: ConcurrencyConfig | None = None,
-    reset_observation_cls: type[Observation] | None = None,
+    web: bool | str | Path | None = None,
 ) -> FastAPI:
     """Serve ``env``'s envs (a class or factory); one env instance per WebSocket (or ``/mcp``) session.
 
-    ``mode``: ``"simulation"`` (default) or ``"production"`` (no HTTP /reset, /step, /state);
-    when None, the ``OPENENV_MODE`` environment variable decides. ``session_timeout``: seconds
-    without a request before a used session is reaped (None disables that; sessions never used
-    are still reaped after ``limits.unused_session_timeout_s``). ``limits``: every bound on what
-    a client may spend (default: ``Limits.from_env()``). ``token``: require
-    ``Authorization: Bearer <token>`` on every route but ``/health`` (default: the
-    ``OPENENV_TRAIN_TOKEN`` or ``OPENENV_TRAIN_TOKEN_FILE`` variable; unset means no token).
-    ``web``: serve the playground page at ``/web`` (behind the same gate; default: the
-    ``OPENENV_TRAIN_WEB`` variable, which ``openenv-train serve`` sets on loopback; else off).
-    ``web_renderer``: a ``.js`` file that draws this env's observations on that page.
-    OpenEnv's keywords work too, so an OpenEnv env's ``app.py`` runs with its imports changed:
-    ``env`` is the first argument's name, ``env_name`` names the server (its title and MCP server
-    name), ``max_concurrent_envs`` is ``max_sessions``, ``concurrency_config`` gives both bounds
-    at once, ``reset_observation_cls`` (default ``observation_cls``) goes in ``/schema``; an ``MCPEnvironment`` class may pass ``None`` for ``action_cls``/``observation_cls``
-    (OpenEnv allows it for tools-only envs): its tool actions and observations are used.
-    The routes are an ``HTTPEnvServer``'s, registered on an app of our own. A string in the
-    fourth place is OpenEnv's ``create_app(env, action_cls, observation_cls, env_name)``.
+    ``limits``: every bound on what a client may spend, one place for each: the sessions held at
+    once (``max_sessions``), how long a used one may sit idle (``session_timeout_s``), sizes,
+    deadlines, rates (default: ``Limits.from_env()``). ``mode``: ``"simulation"`` (default) or
+    ``"production"`` (no HTTP /reset, /step, /state); when None, the ``OPENENV_MODE``
+    environment variable decides. ``token``: require ``Authorization: Bearer <token>`` on every
+    route but ``/health`` (default: the ``OPENENV_TRAIN_TOKEN`` or ``OPENENV_TRAIN_TOKEN_FILE``
+    variable; unset means no token). ``web``: serve the playground page at ``/web`` (behind the
+    same gate): True, False, or the path of a ``.js`` renderer that draws this env's observations
+    on the page (on, with that renderer); None: the ``OPENENV_TRAIN_WEB`` variable, which
+    ``openenv-train serve`` sets on loopback, else off. An ``MCPEnvironment`` class may leave out
+    ``action_cls``/``observation_cls``: its tool actions and observations are used.
+
+    ``/metadata`` comes from the env, not from here (so each bound and each fact has one place):
+    an instance's ``get_metadata()`` when the class overrides it, else the class's ``metadata``
+    attribute, else the class name and the first paragraph of its docstring.
+    OpenEnv's signature (``env_name`` in the fourth place, ``max_concurrent_envs``,
+    ``concurrency_config``, ``reset_observation_cls``) is ``openenv_train.openenv``'s create_app.
     """
     if isinstance(state_cls, str):
-        if env_name is not None:
-            raise TypeError(
-                f"create_app got env_name twice ({state_cls!r} in the fourth place and "
-                f"env_name={env_name!r}): pass one"
-            )
-        env_name, state_cls = state_cls, State
-    if concurrency_config is None:
-        if max_concurrent_envs is not None:
-            max_sessions = max_concurrent_envs
-        check_session_bounds(max_sessions, session_timeout)
-        concurrency_config = ConcurrencyConfig(
-            max_concurrent_envs=max_sessions, session_timeout=session_timeout
+        raise TypeError(
+            f"create_app() got {state_cls!r} in the fourth place, OpenEnv's env_name: here the "
+            "fourth argument is state_cls and the server is named after the env factory; "
+            "OpenEnv's signature works from openenv_train.openenv's create_app"
         )
+    routes = EnvRoutes(env, action_cls, observation_cls, state_cls, limits=limits, token=token)
+    return env_app(routes, mode, web)
+
+
+def env_app(
+    routes: EnvRoutes, mode: ServerMode | str | None, web: bool | str | Path | None
+) -> EnvApp:
+    """``routes`` on an ``EnvApp`` of their own, with the playground when ``web`` asks for it
+    (``create_app``'s ``mode`` and ``web``)."""
+    if isinstance(web, (str, Path)):
+        renderer, playground = check_renderer(web), True
     else:
-        concurrency_config = concurrency_from(max_concurrent_envs, concurrency_config)
+        renderer, playground = None, web_enabled(web)
     resolved_mode = resolve_mode(mode)
-    renderer = check_renderer(web_renderer)
-    server = HTTPEnvServer(
-        env,
-        action_cls,
-        observation_cls,
-        concurrency_config=concurrency_config,
-        state_cls=state_cls,
-        reset_observation_cls=reset_observation_cls,
-        metadata=metadata,
-        limits=limits,
-        token=token,
-        env_name=env_name,
-    )
     app = EnvApp(
-        title=f"{server.name} (openenv-train env server)",
+        title=f"{routes.name} (openenv-train env server)",
         description=f"OpenEnv 0.10 compatible env server, mode={resolved_mode}.",
     )
-    server.register_routes(app, resolved_mode)
-    if web_enabled(web):
+    routes.register(app, resolved_mode)
+    if playground:
         add_playground(app, renderer)
     return app
-
-
-def create_web_interface_app(
-    env: Callable[[], Any],
-    action_cls: type[Action] | None,
-    observation_cls: type[Observation] | None,
-    env_name: str | None = None,
-    max_concurrent_envs: int | None = None,
-    concurrency_config: ConcurrencyConfig | None = None,
-    gradio_builder: Callable[..., Any] | None = None,
-    **kwargs: Any,
-) -> FastAPI:
-    """OpenEnv's name for an env app with a page to play it by hand: ours is the ``/web`` playground.
-
-    OpenEnv builds that page with Gradio; ours is static and needs no extra package, so a
-    ``gradio_builder`` has nothing to build on and is refused by name. Other keywords go to
-    :func:`create_app` (``web_renderer=`` draws this env's observations on the page).
-    """
-    if gradio_builder is not None:
-        raise ValueError(
-            "gradio_builder: openenv-train's /web page is not built with Gradio; drop "
-            "gradio_builder and pass web_renderer='renderer.js' (a script that draws this env's "
-            "observations) to customise the page"
-        )
-    return create_app(
-        env,
-        action_cls,
-        observation_cls,
-        env_name=env_name,
-        max_concurrent_envs=max_concurrent_envs,
-        concurrency_config=concurrency_config,
-        web=True,
-        **kwargs,
-    )

@@ -22,6 +22,13 @@ MIB = 1024 * 1024
 class Limits:
     """Per-server bounds. Sizes in bytes, times in seconds."""
 
+    #: Sessions the server holds at once (``/ws`` and ``/mcp`` together; each is one env
+    #: instance); one more is refused with ``CAPACITY_REACHED``.
+    max_sessions: int = 4096
+    #: A used session with no request for this long is reaped; None: never (a session never
+    #: used is still reaped after ``unused_session_timeout_s``).
+    session_timeout_s: float | None = 300.0
+
     #: Largest HTTP request body; a larger ``Content-Length`` is refused with 413 before reading.
     max_body_bytes: int = MIB
     #: Largest WebSocket message a client may send; larger ones close the socket with 1009.
@@ -49,6 +56,8 @@ class Limits:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if value is None and _optional(f):
+                continue
             if f.type == "bool" or isinstance(value, bool):
                 if not isinstance(value, bool):
                     raise ValueError(f"Limits.{f.name} must be True or False, got {value!r}")
@@ -58,9 +67,17 @@ class Limits:
             if f.type == "int" and not isinstance(value, int):
                 raise ValueError(f"Limits.{f.name} must be an int, got {value!r}")
 
+    def with_sessions(self, max_sessions: int, session_timeout_s: float | None) -> Limits:
+        """These limits with other session bounds (validated like any field)."""
+        return dataclasses.replace(
+            self, max_sessions=max_sessions, session_timeout_s=session_timeout_s
+        )
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Limits:
-        """Defaults, then ``OPENENV_TRAIN_<FIELD>`` variables, then ``overrides``."""
+        """Defaults, then ``OPENENV_TRAIN_<FIELD>`` variables, then ``overrides``.
+
+        An optional field (``session_timeout_s``) is switched off with the value ``none``."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
@@ -68,20 +85,27 @@ class Limits:
             raw = env.get(name)
             if raw is None or raw.strip() == "":
                 continue
+            kind = f.type.removesuffix(" | None")
             try:
-                if f.type == "bool":
+                if _optional(f) and raw.strip().lower() == "none":
+                    values[f.name] = None
+                elif kind == "bool":
                     if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no"):
                         raise ValueError(raw)
                     values[f.name] = raw.strip().lower() in ("1", "true", "yes")
                 else:
-                    values[f.name] = (int if f.type == "int" else float)(raw)
+                    values[f.name] = (int if kind == "int" else float)(raw)
             except ValueError:
                 raise ValueError(
-                    f"{name}={raw!r} is not a valid {f.type}; unset it or give e.g. "
+                    f"{name}={raw!r} is not a valid {kind}; unset it or give e.g. "
                     f"{name}={getattr(cls, f.name)!r}"
                 ) from None
         values.update(overrides)
         return cls(**values)
+
+
+def _optional(f: dataclasses.Field[Any]) -> bool:
+    return str(f.type).endswith("| None")
 
 
 def find_limits(app: Any) -> Limits:

@@ -12,14 +12,17 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from .limits import Limits
 
-def session_bounds(prefix: str, max_sessions: int) -> dict[str, Any]:
-    """``create_app``'s ``max_sessions`` and ``session_timeout`` from ``<prefix>_MAX_SESSIONS``
-    (default ``max_sessions``) and ``<prefix>_SESSION_TIMEOUT`` (idle seconds, default 300)."""
-    return {
-        "max_sessions": int(os.environ.get(f"{prefix}_MAX_SESSIONS") or max_sessions),
-        "session_timeout": float(os.environ.get(f"{prefix}_SESSION_TIMEOUT") or 300),
-    }
+
+def session_limits(prefix: str, max_sessions: int) -> Limits:
+    """``create_app``'s ``limits``: ``Limits.from_env()`` with ``max_sessions`` from
+    ``<prefix>_MAX_SESSIONS`` (default ``max_sessions``) and ``session_timeout_s`` from
+    ``<prefix>_SESSION_TIMEOUT`` (idle seconds, default 300)."""
+    return Limits.from_env(
+        max_sessions=int(os.environ.get(f"{prefix}_MAX_SESSIONS") or max_sessions),
+        session_timeout_s=float(os.environ.get(f"{prefix}_SESSION_TIMEOUT") or 300),
+    )
 
 
 def member_apps(

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from openenv_train.core.models import Action, Observation, State
-from openenv_train.server import Environment, create_app
+from openenv_train.server import Environment, Limits, create_app
 
 
 class TAction(Action):
@@ -65,6 +65,6 @@ class TEnv(Environment[TAction, TObservation, TState]):
         return self._state
 
 
-app = create_app(TEnv, TAction, TObservation, TState, max_sessions=256)
-cap_app = create_app(TEnv, TAction, TObservation, TState, max_sessions=1)
-idle_app = create_app(TEnv, TAction, TObservation, TState, session_timeout=0.5)
+app = create_app(TEnv, TAction, TObservation, TState, limits=Limits(max_sessions=256))
+cap_app = create_app(TEnv, TAction, TObservation, TState, limits=Limits(max_sessions=1))
+idle_app = create_app(TEnv, TAction, TObservation, TState, limits=Limits(session_timeout_s=0.5))

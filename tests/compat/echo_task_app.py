@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from openenv_echo_env.server.echo_environment import EchoEnvironment
 
-from openenv_train import CallToolAction, CallToolObservation, create_app
+from openenv_train import CallToolAction, CallToolObservation
+from openenv_train.openenv import create_app
 
 MAX_LENGTH = 8
 

@@ -9,7 +9,7 @@ import numpy as np
 from maze_env.models import MazeAction, MazeObservation
 from maze_env.server.maze_env_environment import MazeEnvironment
 
-from openenv_train import create_app
+from openenv_train.openenv import create_app
 
 TWO_BY_TWO = np.array([[0, 0], [1, 0]])  # start (0, 0), exit (1, 1): right, then down
 

@@ -16,14 +16,14 @@ from openenv_train import Action, Observation, State
 from openenv_train.client import GenericEnvClient
 from openenv_train.core.errors import CapacityReachedError
 from openenv_train.core.messages import ServerMode
-from openenv_train.server import (
+from openenv_train.openenv import (
     ConcurrencyConfig,
-    Environment,
     HTTPEnvServer,
-    MCPEnvironment,
+    ServerCapacityStatus,
     create_app,
-    tool,
+    create_web_interface_app,
 )
+from openenv_train.server import Environment, Limits, MCPEnvironment, tool
 from openenv_train.server.serve import gated
 
 TOKEN = "plain-app-token-0123456789"
@@ -242,8 +242,6 @@ def test_openenv_positional_arguments_and_the_reset_observation_schema() -> None
 
 
 def test_create_web_interface_app_serves_the_playground_and_refuses_a_gradio_builder() -> None:
-    from openenv_train.server import create_web_interface_app
-
     app = create_web_interface_app(Counter, Add, Total, env_name="counter", max_concurrent_envs=2)
     with TestClient(app) as client:
         page = client.get("/web")
@@ -258,5 +256,73 @@ def test_create_app_takes_openenvs_env_name_in_the_fourth_place() -> None:
     with TestClient(app) as client:
         assert client.get("/health").status_code == 200
         assert "counter-env" in app.title
-    with pytest.raises(TypeError, match="env_name twice"):
-        create_app(Counter, Add, Total, "a", env_name="b")
+    with pytest.raises(TypeError, match="multiple values for argument 'env_name'"):
+        create_app(Counter, Add, Total, "a", env_name="b")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="state_cls="):
+        create_app(Counter, Add, Total, State)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="title_override.*Gradio"):
+        create_app(Counter, Add, Total, title_override="My page")
+
+
+def test_create_app_keeps_our_keywords(tmp_path: Any) -> None:
+    renderer = tmp_path / "draw.js"
+    renderer.write_text("OpenEnvPlayground.registerRenderer(() => '');")
+    app = create_app(
+        Counter,
+        Add,
+        Total,
+        "counter",
+        3,
+        limits=Limits(max_body_bytes=4096),
+        token=TOKEN,
+        metadata={"name": "counted", "description": "d"},
+        web=True,
+        web_renderer=renderer,
+    )
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(app) as client:
+        assert client.get("/health").json()["max_sessions"] == 3
+        assert client.get("/metadata").status_code == 401
+        assert client.get("/metadata", headers=auth).json()["name"] == "counted"
+        assert "registerRenderer" in client.get("/web/renderer.js", headers=auth).text
+    assert app.limits.max_body_bytes == 4096  # type: ignore[attr-defined]
+
+
+def test_a_native_create_app_call_with_openenvs_keywords_names_the_native_spelling() -> None:
+    from openenv_train.server import create_app as native
+
+    with pytest.raises(
+        TypeError,
+        match=r"max_concurrent_envs.*limits=Limits\(max_sessions=N\).*openenv_train.openenv",
+    ):
+        native(Counter, Add, Total, max_concurrent_envs=2)
+    with pytest.raises(TypeError, match="concurrency_config.*session_timeout_s"):
+        native(Counter, Add, Total, concurrency_config=ConcurrencyConfig())
+    with pytest.raises(TypeError, match="env_name.*openenv_train.openenv"):
+        native(Counter, Add, Total, env_name="counter")
+    with pytest.raises(TypeError, match="reset_observation_cls"):
+        native(Counter, Add, Total, reset_observation_cls=Fresh)
+    with pytest.raises(TypeError, match="fourth place.*openenv_train.openenv"):
+        native(Counter, Add, Total, "counter")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="web=PATH"):
+        native(Counter, Add, Total, web_renderer="draw.js")
+
+
+def test_capacity_status_counts_against_the_limit() -> None:
+    status = ServerCapacityStatus.from_counts(3, 4)
+    assert status.available_slots == 1 and not status.is_at_capacity
+    with pytest.raises(ValueError, match="exceeds max_sessions"):
+        ServerCapacityStatus(active_sessions=5, max_sessions=4)
+
+
+def test_an_http_env_server_is_the_native_routes(serve_app: Any) -> None:
+    from openenv_train.server import EnvRoutes
+
+    server = HTTPEnvServer(
+        Counter, Add, Total, concurrency_config=ConcurrencyConfig(session_timeout=None)
+    )
+    assert isinstance(server, EnvRoutes)
+    assert server.limits.session_timeout_s is None and server.limits.max_sessions == 4096
+    assert server.concurrency_config == ConcurrencyConfig(session_timeout=None)
+    with pytest.raises(TypeError, match="limits"):
+        HTTPEnvServer(Counter, Add, Total, limits={"max_sessions": 2})  # type: ignore[arg-type]

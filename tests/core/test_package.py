@@ -100,6 +100,9 @@ def test_the_shipped_envs_and_the_scaffold_use_the_one_import(tmp_path: Path) ->
 def test_the_one_import_checker_flags_a_submodule_path() -> None:
     assert author_imports_by_submodule(Path("m.py"), "from openenv_train.core.models import State")
     assert not author_imports_by_submodule(Path("m.py"), "from openenv_train.rollout import X")
+    assert not author_imports_by_submodule(
+        Path("m.py"), "from openenv_train.openenv import create_app"
+    )
 
 
 def test_the_root_holds_the_env_authors_names_only() -> None:

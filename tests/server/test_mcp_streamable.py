@@ -13,7 +13,7 @@ from mcp.types import LATEST_PROTOCOL_VERSION
 from server_helpers import wait_until
 
 from openenv_train.core import CallToolAction, CallToolObservation
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 from openenv_train.server.mcp_streamable import SUPPORTED_PROTOCOL_VERSIONS
 
 pytestmark = pytest.mark.timeout(60)
@@ -21,7 +21,9 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture
 def server(serve_app):
-    return serve_app(create_app(Ledger, CallToolAction, CallToolObservation, max_sessions=3))
+    return serve_app(
+        create_app(Ledger, CallToolAction, CallToolObservation, limits=Limits(max_sessions=3))
+    )
 
 
 def health(s) -> dict:
@@ -167,7 +169,11 @@ def test_plain_openenv_jsonrpc_still_works_on_the_same_route(server):
 
 
 def test_idle_mcp_sessions_are_reaped(serve_app):
-    s = serve_app(create_app(Ledger, CallToolAction, CallToolObservation, session_timeout=0.3))
+    s = serve_app(
+        create_app(
+            Ledger, CallToolAction, CallToolObservation, limits=Limits(session_timeout_s=0.3)
+        )
+    )
     r = httpx.post(s.url + "/mcp", json=init_body())
     sid = r.headers["mcp-session-id"]
     wait_until(lambda: health(s)["active_sessions"] == 0, what="idle MCP session reaped")

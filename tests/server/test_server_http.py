@@ -15,7 +15,7 @@ from server_envs import (
 )
 
 from openenv_train.core import EnvironmentMetadata
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -50,9 +50,11 @@ def test_health_metadata_schema(server):
     assert "total" in schema["state"]["properties"]
 
 
-def test_metadata_argument_wins(serve_app):
-    meta = EnvironmentMetadata(name="counter", description="d", version="1.2")
-    s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, metadata=meta))
+def test_metadata_comes_from_the_env(serve_app):
+    class Described(CounterEnv):
+        metadata = EnvironmentMetadata(name="counter", description="d", version="1.2")
+
+    s = serve_app(create_app(Described, AddAction, TotalObservation))
     assert httpx.get(s.url + "/metadata").json()["version"] == "1.2"
 
 
@@ -141,9 +143,11 @@ def test_bad_arguments_fail_early_with_the_fix(monkeypatch):
     with pytest.raises(TypeError, match="observation_cls"):
         create_app(CounterEnv, AddAction, dict)
     with pytest.raises(ValueError, match="max_sessions"):
-        create_app(CounterEnv, AddAction, TotalObservation, max_sessions=0)
-    with pytest.raises(ValueError, match="session_timeout"):
-        create_app(CounterEnv, AddAction, TotalObservation, session_timeout=-1)
+        create_app(CounterEnv, AddAction, TotalObservation, limits=Limits(max_sessions=0))
+    with pytest.raises(ValueError, match="session_timeout_s"):
+        create_app(CounterEnv, AddAction, TotalObservation, limits=Limits(session_timeout_s=-1))
+    with pytest.raises(TypeError, match="limits=Limits"):
+        create_app(CounterEnv, AddAction, TotalObservation, limits={"max_sessions": 2})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="mode='debug'"):
         create_app(CounterEnv, AddAction, TotalObservation, mode="debug")
     monkeypatch.setenv("OPENENV_MODE", "prod")

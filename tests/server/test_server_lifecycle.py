@@ -20,7 +20,7 @@ from server_envs import (
 from server_helpers import raw_ws_connect, rpc, wait_until
 from websockets.exceptions import ConnectionClosed
 
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,7 +34,9 @@ def active(s) -> int:
 
 
 async def test_idle_session_is_reaped_and_socket_closed(serve_app):
-    s = serve_app(app_for(session_timeout=1.5))  # room to count it as active before it is reaped
+    s = serve_app(
+        app_for(limits=Limits(session_timeout_s=1.5))
+    )  # room to count it as active before it is reaped
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         assert active(s) == 1
@@ -47,7 +49,7 @@ async def test_idle_session_is_reaped_and_socket_closed(serve_app):
 
 
 async def test_active_session_is_not_reaped(serve_app):
-    s = serve_app(app_for(session_timeout=1.0))
+    s = serve_app(app_for(limits=Limits(session_timeout_s=1.0)))
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         for _ in range(25):  # 2.5 s of traffic, more than the timeout
@@ -58,7 +60,7 @@ async def test_active_session_is_not_reaped(serve_app):
 
 
 async def test_busy_session_is_not_reaped_mid_step(serve_app):
-    s = serve_app(app_for(session_timeout=0.2))
+    s = serve_app(app_for(limits=Limits(session_timeout_s=0.2)))
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         pending = asyncio.create_task(rpc(ws, {"type": "step", "data": {"n": 1, "block": True}}))

@@ -67,6 +67,25 @@ def test_limits_from_environment(monkeypatch):
         Limits(max_body_bytes=0)
 
 
+def test_session_bounds_are_limits_too(monkeypatch):
+    assert Limits().max_sessions == 4096 and Limits().session_timeout_s == 300
+    assert Limits(session_timeout_s=None).session_timeout_s is None  # never reaped when used
+    monkeypatch.setenv("OPENENV_TRAIN_MAX_SESSIONS", "8")
+    monkeypatch.setenv("OPENENV_TRAIN_SESSION_TIMEOUT_S", "none")
+    lim = Limits.from_env()
+    assert lim.max_sessions == 8 and lim.session_timeout_s is None
+    monkeypatch.setenv("OPENENV_TRAIN_SESSION_TIMEOUT_S", "12.5")
+    assert Limits.from_env(max_sessions=3) == Limits(max_sessions=3, session_timeout_s=12.5)
+    monkeypatch.setenv("OPENENV_TRAIN_MAX_SESSIONS", "8.5")
+    with pytest.raises(ValueError, match="OPENENV_TRAIN_MAX_SESSIONS"):
+        Limits.from_env()
+    with pytest.raises(ValueError, match="max_sessions"):
+        Limits(max_sessions=2.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="session_timeout_s"):
+        Limits(session_timeout_s=0)
+    assert Limits().with_sessions(2, None) == Limits(max_sessions=2, session_timeout_s=None)
+
+
 def test_content_length_over_limit_is_413_before_any_body(serve_app):
     """Defect 4: a Content-Length of 50 MB with no body was never refused."""
     s = serve_app(app_for(Limits(max_body_bytes=1000)))
@@ -257,8 +276,8 @@ def _mcp(url: str, method: str, **params) -> dict:
 
 async def test_sessions_per_client_quota(serve_app):
     """Defect 5: max_sessions session/create POSTs locked every WebSocket client out."""
-    lim = Limits(max_sessions_per_client=3, quota_exempt_loopback=False)
-    s = serve_app(app_for(lim, max_sessions=100))
+    lim = Limits(max_sessions_per_client=3, quota_exempt_loopback=False, max_sessions=100)
+    s = serve_app(app_for(lim))
     ids = [_mcp(s.url, "openenv/session/create")["result"]["session_id"] for _ in range(3)]
     err = _mcp(s.url, "openenv/session/create")["error"]
     assert err["code"] == -32000 and "max_sessions_per_client" in err["message"]
@@ -279,7 +298,7 @@ async def test_sessions_per_client_quota(serve_app):
 
 async def test_one_client_cannot_take_every_session_of_a_small_env(serve_app):
     """Issue 22 #7: the per-client quota (1024) was larger than a small env's capacity."""
-    s = serve_app(app_for(Limits(quota_exempt_loopback=False), max_sessions=4))
+    s = serve_app(app_for(Limits(quota_exempt_loopback=False, max_sessions=4)))
     for _ in range(2):
         assert "result" in _mcp(s.url, "openenv/session/create")
     err = _mcp(s.url, "openenv/session/create")["error"]
@@ -303,14 +322,14 @@ def test_the_host_gateway_is_exempt_when_asked():
 
 
 def test_loopback_clients_are_exempt_by_default(serve_app):
-    s = serve_app(app_for(Limits(max_sessions_per_client=2), max_sessions=100))
+    s = serve_app(app_for(Limits(max_sessions_per_client=2, max_sessions=100)))
     for _ in range(4):
         assert "result" in _mcp(s.url, "openenv/session/create")
 
 
 async def test_unused_sessions_are_reaped_sooner(serve_app):
-    lim = Limits(unused_session_timeout_s=0.3)
-    s = serve_app(app_for(lim, session_timeout=300))
+    lim = Limits(unused_session_timeout_s=0.3, session_timeout_s=300)
+    s = serve_app(app_for(lim))
     _mcp(s.url, "openenv/session/create")
     async with websockets.connect(s.ws_url) as used:
         await rpc(used, {"type": "reset"})

@@ -16,14 +16,16 @@ from openenv_train.core import (
     CallToolObservation,
     Observation,
 )
-from openenv_train.server import MCPEnvironment, create_app, tool
+from openenv_train.server import Limits, MCPEnvironment, create_app, tool
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
 def server(serve_app):
-    return serve_app(create_app(GameTools, CallToolAction, CallToolObservation, max_sessions=3))
+    return serve_app(
+        create_app(GameTools, CallToolAction, CallToolObservation, limits=Limits(max_sessions=3))
+    )
 
 
 def post(s, method, params=None, id=1, **extra):
@@ -263,7 +265,11 @@ def test_env_without_mcp_support(serve_app):
 
 
 def test_http_session_is_reaped(serve_app):
-    s = serve_app(create_app(GameTools, CallToolAction, CallToolObservation, session_timeout=0.2))
+    s = serve_app(
+        create_app(
+            GameTools, CallToolAction, CallToolObservation, limits=Limits(session_timeout_s=0.2)
+        )
+    )
     post(s, "openenv/session/create")
     wait_until(lambda: httpx.get(s.url + "/health").json()["active_sessions"] == 0)
     wait_until(lambda: REG.closed == 1, what="env.close() of the reaped session")

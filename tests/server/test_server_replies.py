@@ -33,7 +33,9 @@ MAX_REPLY = 16_000  # an error reply stays this small, whatever the client sent
 
 
 def tools_server(serve_app):  # type: ignore[no-untyped-def]
-    return serve_app(create_app(GameTools, CallToolAction, CallToolObservation, max_sessions=3))
+    return serve_app(
+        create_app(GameTools, CallToolAction, CallToolObservation, limits=Limits(max_sessions=3))
+    )
 
 
 def counter_app(**kw):  # type: ignore[no-untyped-def]
@@ -151,7 +153,7 @@ async def test_env_exception_warnings_are_rate_limited_with_a_count(serve_app):
 
 
 async def test_health_is_503_while_every_session_is_stuck(serve_app):
-    s = serve_app(counter_app(max_sessions=1, limits=Limits(stuck_call_s=0.2)))
+    s = serve_app(counter_app(limits=Limits(max_sessions=1, stuck_call_s=0.2)))
     assert httpx.get(s.url + "/health").json()["status"] == "healthy"
     async with websockets.connect(s.ws_url) as conn:
         await rpc(conn, {"type": "reset"})

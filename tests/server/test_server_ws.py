@@ -22,7 +22,7 @@ from server_envs import (
 from server_helpers import rpc, wait_until
 from websockets.exceptions import ConnectionClosed
 
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -137,7 +137,7 @@ async def test_sessions_are_isolated(serve_app):
 
 
 async def test_capacity_reached_then_freed(serve_app):
-    s = serve_app(app_for(max_sessions=2))
+    s = serve_app(app_for(limits=Limits(max_sessions=2)))
     a = await websockets.connect(s.ws_url)
     b = await websockets.connect(s.ws_url)
     await rpc(a, {"type": "reset"})

@@ -14,7 +14,7 @@ import websockets
 from server_envs import REG, AddAction, AsyncCounterEnv, CounterEnv, CounterState, TotalObservation
 from server_helpers import wait_until
 
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 from openenv_train.server.ws_batch import BATCH_SUBPROTOCOL, MAX_BATCH_FRAMES
 
 pytestmark = pytest.mark.timeout(60)
@@ -112,7 +112,7 @@ async def test_session_numbers_are_never_reused(serve_app):
 
 
 async def test_capacity_holds_per_session_and_disconnect_ends_every_session(serve_app):
-    s = serve_app(app_for(max_sessions=2))
+    s = serve_app(app_for(limits=Limits(max_sessions=2)))
     closed = REG.closed
     async with connect(s.ws_url) as ws:
         r = await batch(ws, *({"session": k, "type": "reset"} for k in range(3)))

@@ -12,7 +12,7 @@ from server_envs import REG, AddAction, AsyncCounterEnv, CounterEnv, CounterStat
 from server_helpers import rpc, wait_until
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from openenv_train.server import create_app
+from openenv_train.server import Limits, create_app
 from openenv_train.server.wsproto_fast import FastWebSocketsProtocol
 
 pytestmark = pytest.mark.timeout(60)
@@ -65,7 +65,7 @@ async def test_errors_and_close_frame(serve_app, env_cls):
 
 
 async def test_session_closed_under_its_socket_gets_session_error(serve_app):
-    s = serve_app(app_for(session_timeout=0.3))
+    s = serve_app(app_for(limits=Limits(session_timeout_s=0.3)))
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         await asyncio.to_thread(

@@ -28,7 +28,7 @@ def blackjack_app(**kw: Any) -> Any:
 
 
 def test_plays_a_hand_of_blackjack_by_clicking(serve_app: Any, page: Any) -> None:
-    server = serve_app(blackjack_app(web=True, web_renderer=CARDS))
+    server = serve_app(blackjack_app(web=CARDS))
     page.goto(server.url + "/web")
     page.wait_for_selector("#field-action option", state="attached")
     assert page.inner_text("#env-name") == "blackjack_env"
@@ -99,8 +99,8 @@ def test_off_unless_asked_and_behind_the_token(serve_app: Any) -> None:
 
 
 def test_a_renderer_that_is_not_a_js_file_is_refused_at_build_time(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="web_renderer"):
-        blackjack_app(web=True, web_renderer=tmp_path / "missing.js")
+    with pytest.raises(ValueError, match=r"missing\.js.*\.js file"):
+        blackjack_app(web=tmp_path / "missing.js")
 
 
 def _playground_sample() -> list[str]:

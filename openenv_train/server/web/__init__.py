@@ -27,8 +27,9 @@ _FILES = {
 }
 
 
-def web_enabled(web: bool | None) -> bool:
-    """``web`` as given, else the ``OPENENV_TRAIN_WEB`` variable (off unless "1")."""
+def web_enabled(web: bool | None = None) -> bool:
+    """``web`` as given, else the ``OPENENV_TRAIN_WEB`` variable (off unless "1"): whether to
+    serve the playground (an app with a renderer of its own asks this before passing it)."""
     if web is not None:
         return bool(web)
     value = os.environ.get(WEB_ENV, "0").strip().lower()
@@ -43,7 +44,10 @@ def check_renderer(renderer: str | Path | None) -> Path | None:
         return None
     path = Path(renderer)
     if path.suffix != ".js" or not path.is_file():
-        raise ValueError(f"web_renderer must be an existing .js file, got {str(path)!r}")
+        raise ValueError(
+            f"web={str(path)!r}: a renderer must be an existing .js file (it draws the env's "
+            "observations on the /web page); pass web=True for the page without one"
+        )
     return path
 
 

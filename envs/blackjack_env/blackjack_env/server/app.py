@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from openenv_train import create_app
+from openenv_train import Limits, create_app
+from openenv_train.server.web import web_enabled
 
 from ..models import BlackjackAction, BlackjackObservation, BlackjackState
 from .environment import BlackjackEnvironment
@@ -33,7 +34,10 @@ app = create_app(
     BlackjackAction,
     BlackjackObservation,
     BlackjackState,
-    max_sessions=_number("BLACKJACK_MAX_SESSIONS", 4096, int),
-    session_timeout=_number("BLACKJACK_SESSION_TIMEOUT", 300.0, float),
-    web_renderer=Path(__file__).parent / "cards.js",  # the cards on the /web playground
+    limits=Limits.from_env(
+        max_sessions=_number("BLACKJACK_MAX_SESSIONS", 4096, int),
+        session_timeout_s=_number("BLACKJACK_SESSION_TIMEOUT", 300.0, float),
+    ),
+    # the /web playground when OPENENV_TRAIN_WEB asks for it, drawing the cards
+    web=Path(__file__).parent / "cards.js" if web_enabled() else False,
 )

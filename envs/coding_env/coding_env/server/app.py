@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from openenv_train import Limits as ServerLimits
 from openenv_train import create_app
 
 from ..models import CodeAction, CodingObservation, CodingState
@@ -23,6 +24,8 @@ app = create_app(
     CodeAction,
     CodingObservation,
     CodingState,
-    max_sessions=int(os.environ.get("CODING_MAX_SESSIONS") or 256),
-    session_timeout=float(os.environ.get("CODING_SESSION_TIMEOUT") or 300),
+    limits=ServerLimits.from_env(
+        max_sessions=int(os.environ.get("CODING_MAX_SESSIONS") or 256),
+        session_timeout_s=float(os.environ.get("CODING_SESSION_TIMEOUT") or 300),
+    ),
 )

@@ -1,6 +1,6 @@
 """FastAPI application for the Connect4 Environment."""
 
-from openenv_train import create_app
+from openenv_train.openenv import create_app
 
 # Support both in-repo and standalone imports
 try:
@@ -16,9 +16,7 @@ except ImportError as e:
 
 # Create the FastAPI app
 # Pass the class (factory) instead of an instance for WebSocket session support
-app = create_app(
-    Connect4Environment, Connect4Action, Connect4Observation, env_name="connect4_env"
-)
+app = create_app(Connect4Environment, Connect4Action, Connect4Observation, env_name="connect4_env")
 
 
 def main():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from openenv_train import create_app
+from openenv_train import Limits, create_app
 
 from ..models import GuessAction, GuessNumberObservation, GuessNumberState
 from .environment import GuessNumberEnvironment
@@ -18,6 +18,8 @@ app = create_app(
     GuessAction,
     GuessNumberObservation,
     GuessNumberState,
-    max_sessions=int(os.environ.get("GUESS_NUMBER_MAX_SESSIONS") or 4096),
-    session_timeout=float(os.environ.get("GUESS_NUMBER_SESSION_TIMEOUT") or 300),
+    limits=Limits.from_env(
+        max_sessions=int(os.environ.get("GUESS_NUMBER_MAX_SESSIONS") or 4096),
+        session_timeout_s=float(os.environ.get("GUESS_NUMBER_SESSION_TIMEOUT") or 300),
+    ),
 )

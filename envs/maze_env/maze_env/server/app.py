@@ -31,7 +31,7 @@ Usage:
 # Support both in-repo and standalone imports
 try:
     # In-repo imports (when running from OpenEnv repository)
-    from openenv_train import create_app
+    from openenv_train.openenv import create_app
 
     from ..models import MazeAction, MazeObservation
     from .maze_env_environment import MazeEnvironment
@@ -40,10 +40,10 @@ except ImportError:
 
     try:
         # Standalone imports with the current package namespace.
-        from openenv_train import create_app
+        from openenv_train.openenv import create_app
     except ImportError:
         # Backward-compatible standalone imports with the legacy namespace.
-        from openenv_train import create_app
+        from openenv_train.openenv import create_app
     from server.maze_env_environment import MazeEnvironment
 
 

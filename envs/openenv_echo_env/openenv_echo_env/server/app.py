@@ -26,14 +26,16 @@ import os
 # Support both in-repo and standalone imports
 try:
     # In-repo imports (when running from OpenEnv repository)
-    from openenv_train import CallToolAction, CallToolObservation, create_app
+    from openenv_train import CallToolAction, CallToolObservation
+    from openenv_train.openenv import create_app
 
     from .echo_environment import EchoEnvironment
 except ImportError:
     # Standalone imports (when environment is standalone with openenv from pip)
     from server.echo_environment import EchoEnvironment
 
-    from openenv_train import CallToolAction, CallToolObservation, create_app
+    from openenv_train import CallToolAction, CallToolObservation
+    from openenv_train.openenv import create_app
 
 # Create the app with web interface and README integration
 # Pass the class (factory) instead of an instance for WebSocket session support

@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from openenv_train import create_app
-from openenv_train.server.member_apps import member_apps, session_bounds
+from openenv_train.server.member_apps import member_apps, session_limits
 
 from ..models import AnswerAction, QuestionObservation, ReasoningGymState
 from ..names import dataset_names
@@ -24,8 +24,7 @@ def _build(dataset: str) -> Any:
         AnswerAction,
         QuestionObservation,
         ReasoningGymState,
-        metadata=ReasoningGymEnvironment.metadata_for(dataset),
-        **session_bounds("REASONING_GYM", 4096),
+        limits=session_limits("REASONING_GYM", 4096),
     )
 
 

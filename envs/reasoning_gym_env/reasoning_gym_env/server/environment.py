@@ -39,6 +39,10 @@ class ReasoningGymEnvironment(Environment[AnswerAction, QuestionObservation, Rea
             version=importlib.metadata.version("reasoning-gym"),
         )
 
+    def get_metadata(self) -> EnvironmentMetadata:
+        """``/metadata`` names this member of the family (the server builds one env to ask)."""
+        return self.metadata_for(self.dataset)
+
     def reset(
         self,
         seed: int | None = None,

@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 from openenv_train import create_app
-from openenv_train.server.member_apps import member_apps, session_bounds
+from openenv_train.server.member_apps import member_apps, session_limits
 
 from ..games import game_ids
 from ..models import GameObservation, MoveAction, TextArenaState
@@ -24,8 +24,7 @@ def _build(game: str) -> Any:
         MoveAction,
         GameObservation,
         TextArenaState,
-        metadata=TextArenaEnvironment.metadata_for(game),
-        **session_bounds("TEXTARENA", 1024),
+        limits=session_limits("TEXTARENA", 1024),
     )
 
 

@@ -54,6 +54,10 @@ class TextArenaEnvironment(Environment[MoveAction, GameObservation, TextArenaSta
             version=importlib.metadata.version("textarena"),
         )
 
+    def get_metadata(self) -> EnvironmentMetadata:
+        """``/metadata`` names this member of the family (the server builds one env to ask)."""
+        return self.metadata_for(self.game)
+
     def _isolated(self, call: Callable[[], T]) -> T:
         """Run ``call`` on this session's random generators (see the module docstring)."""
         with _GLOBAL_RANDOM:

@@ -12,7 +12,7 @@ import functools
 from typing import Any
 
 from openenv_train import create_app
-from openenv_train.server.member_apps import member_apps, session_bounds
+from openenv_train.server.member_apps import member_apps, session_limits
 
 from ..installed import is_installed
 from ..models import AnswerAction, VerifiersObservation, VerifiersState
@@ -25,8 +25,7 @@ def _build(env_id: str) -> Any:
         AnswerAction,
         VerifiersObservation,
         VerifiersState,
-        metadata=VerifiersEnvironment.metadata_for(env_id),
-        **session_bounds("VERIFIERS", 4096),
+        limits=session_limits("VERIFIERS", 4096),
     )
 
 

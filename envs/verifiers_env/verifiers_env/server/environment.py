@@ -64,6 +64,10 @@ class VerifiersEnvironment(Environment[AnswerAction, VerifiersObservation, Verif
             version=importlib.metadata.version("verifiers"),
         )
 
+    def get_metadata(self) -> EnvironmentMetadata:
+        """``/metadata`` names this member of the family (the server builds one env to ask)."""
+        return self.metadata_for(self.loaded.env_id)
+
     async def reset(
         self, seed: int | None = None, episode_id: str | None = None
     ) -> VerifiersObservation:

@@ -1,104 +1,47 @@
-"""``HTTPEnvServer``: one env type's routes (HTTP, ``/ws``, ``/mcp``) added to a FastAPI app.
+"""``EnvRoutes``: one env type's routes (HTTP, ``/ws``, ``/mcp``), sessions and gate, added to a
+FastAPI app.
 
-OpenEnv's name and signature: ``HTTPEnvServer(env, action_cls, observation_cls,
-max_concurrent_envs=None, concurrency_config=None)``, then ``server.register_routes(app, mode)``.
-``create_app`` is one of these on an app of its own (``EnvApp``, whose ``/ws`` skips routing);
-OpenEnv code that makes its own ``FastAPI()`` gets the same routes, sessions, bounds and token
-check. Production mode leaves out HTTP ``/reset``, ``/step`` and ``/state`` (simulation
-controls); ``/health``, ``/schema``, ``/metadata``, ``/ws`` and ``/mcp`` stay in both modes.
+``create_app`` registers one of these on an app of its own (``EnvApp``, whose ``/ws`` skips
+routing); code that makes its own ``FastAPI()`` can register one on it and gets the same routes,
+sessions, bounds and token check. Production mode leaves out HTTP ``/reset``, ``/step`` and
+``/state`` (simulation controls); ``/health``, ``/sessions``, ``/schema``, ``/metadata``, ``/ws``
+and ``/mcp`` stay in both modes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Body, FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import BaseModel
 from starlette.routing import WebSocketRoute
 
 from ..core.auth import check_token, token_from_env
 from ..core.mcp import CallToolAction, CallToolObservation, JsonRpcCode
 from ..core.messages import ServerMode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
-from ..core.wire import observation_json, parse_action, state_json
 from ._threads import run_sync
 from .calls import build_env, calls_for
-from .concurrency import ConcurrencyConfig, ServerCapacityStatus, concurrency_from
-from .encoding import JSONDecodeError, bound_errors, bounded_text, errors_list, loads
-from .environment import Environment, NoEpisodeError
+from .encoding import JSONDecodeError, bound_errors, bounded_text, loads
+from .environment import Environment
 from .guard import Gate, GatedApp
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
-from .lograte import LimitedWarning
 from .mcp import MCPEnvironment
 from .mcp_streamable import StreamableMcp
 from .mcp_ws import McpWebSocket
-from .sessions import FactoryError, SessionManager, factory_name
+from .sessions import SessionManager, factory_name
+from .simulation import add_simulation_routes, validate_reset
 from .ws import WebSocketEndpoint
 
-log = logging.getLogger("openenv_train.server")
-_ENV_RAISED = LimitedWarning(log)  # a client can make an env raise on every request
-
 MODES = ("simulation", "production")
-
-#: Why HTTP ``/step`` cannot continue a game, and where stateful clients go instead.
-HTTP_NO_EPISODE = (
-    "HTTP /step ran on a fresh env with no game in progress: every HTTP request gets its own env "
-    "(as in OpenEnv 0.10), so the game a POST /reset started is already gone. For episodes open a "
-    "session: the WebSocket /ws (EnvClient(base_url) or its .sync()) or /mcp (JSON-RPC "
-    "'openenv/session/create', then 'tools/call' with that session_id)."
-)
-
-
-def _digits_to_int(value: Any) -> Any:
-    """A numeric string seed (``"5"``) is the number, as OpenEnv's ``ResetRequest`` reads it;
-    floats, booleans and other strings stay refused."""
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return value
-
-
-class ResetRequest(BaseModel):
-    """Body of ``POST /reset`` and ``data`` of a ``reset`` frame; extra keys go to ``reset()``."""
-
-    model_config = ConfigDict(extra="allow")
-
-    seed: Annotated[int, BeforeValidator(_digits_to_int), Strict()] | None = Field(
-        default=None, ge=0, description='Seed for a reproducible episode ("5" is read as 5)'
-    )
-    episode_id: str | None = Field(default=None, max_length=255)
-
-
-class StepRequest(BaseModel):
-    """Body of ``POST /step``; extra keys (e.g. ``timeout_s``) go to ``step()`` if it takes them."""
-
-    model_config = ConfigDict(extra="allow")
-
-    action: dict[str, Any] = Field(description="The action's fields, as in /schema 'action'")
-    timeout_s: float | None = Field(default=None, gt=0)
-    request_id: str | None = Field(default=None, max_length=255)
-
-
-class StepResponse(BaseModel):
-    observation: dict[str, Any]
-    reward: float | None = None
-    done: bool = False
-    metadata: dict[str, Any] | None = None
-
-
-def validate_reset(data: dict[str, Any]) -> dict[str, Any]:
-    """Check ``seed``/``episode_id`` and return the kwargs the client actually sent."""
-    if not data:
-        return {}
-    return ResetRequest.model_validate(data).model_dump(exclude_unset=True)
 
 
 def resolve_mode(mode: ServerMode | str | None) -> str:
@@ -129,17 +72,6 @@ def check_env_classes(
             raise TypeError(f"{arg} must be a subclass of {base.__name__}, got {value!r}")
 
 
-def check_session_bounds(max_sessions: Any, session_timeout: Any) -> None:
-    if not isinstance(max_sessions, int) or isinstance(max_sessions, bool) or max_sessions < 1:
-        raise ValueError(f"max_sessions must be an int >= 1, got {max_sessions!r}")
-    if session_timeout is not None and not (
-        isinstance(session_timeout, (int, float)) and session_timeout > 0
-    ):
-        raise ValueError(
-            f"session_timeout must be seconds > 0, or None to disable the idle reaper; got {session_timeout!r}"
-        )
-
-
 class _AppGate(GatedApp):
     """The gate in front of a plain FastAPI app's routes, read from the app on every request, so
     ``serve()`` can give it a token later (as it does to an ``EnvApp``)."""
@@ -156,97 +88,69 @@ class _AppGate(GatedApp):
         return self.owner.gate.limits
 
 
-class HTTPEnvServer:
+class EnvRoutes:
     """Serve ``env``'s envs (a class or factory) on a FastAPI app; one env per session.
 
-    ``max_concurrent_envs`` or ``concurrency_config`` (not both) bound the sessions; by default
-    4096 of them, each reaped after 300 s idle (OpenEnv: one, never reaped). ``env_name`` names
-    the MCP server; ``state_cls`` and ``reset_observation_cls`` (default: ``observation_cls``)
-    are published in ``/schema``, as in OpenEnv. Our keywords: ``metadata`` (``/metadata``
-    without building an env), ``limits`` (every bound on what a client may spend; default
-    ``Limits.from_env()``), ``token`` (require ``Authorization: Bearer``; default the
-    ``OPENENV_TRAIN_TOKEN`` variables). An ``MCPEnvironment`` class may pass None for
-    ``action_cls``/``observation_cls``: its tool actions and observations are used.
+    ``limits``: every bound on what a client may spend, the session bounds (``max_sessions``,
+    ``session_timeout_s``) included (default ``Limits.from_env()``). ``token``: require
+    ``Authorization: Bearer`` (default: the ``OPENENV_TRAIN_TOKEN`` variables). ``name``: the
+    server's name (the app's title, the MCP server's name; default the factory's name). An
+    ``MCPEnvironment`` class may pass None for ``action_cls``/``observation_cls``: its tool
+    actions and observations are used. ``schema`` (served at ``/schema``) and ``metadata``
+    (served at ``/metadata``; None: the env describes itself on the first request) may be changed
+    before ``register``.
     """
 
     def __init__(
         self,
         env: Callable[[], Any],
-        action_cls: type[Action] | None,
-        observation_cls: type[Observation] | None,
-        max_concurrent_envs: int | None = None,
-        concurrency_config: ConcurrencyConfig | None = None,
-        env_name: str | None = None,
+        action_cls: type[Action] | None = None,
+        observation_cls: type[Observation] | None = None,
         state_cls: type[State] = State,
         *,
-        reset_observation_cls: type[Observation] | None = None,
-        metadata: EnvironmentMetadata | dict[str, Any] | None = None,
         limits: Limits | None = None,
         token: str | None = None,
+        name: str | None = None,
     ) -> None:
-        concurrency_config = concurrency_from(max_concurrent_envs, concurrency_config)
         if isinstance(env, type) and issubclass(env, MCPEnvironment):
             action_cls = CallToolAction if action_cls is None else action_cls
             observation_cls = CallToolObservation if observation_cls is None else observation_cls
         check_env_classes(env, action_cls, observation_cls, state_cls)
-        reset_observation_cls = reset_observation_cls or observation_cls
-        if not (
-            isinstance(reset_observation_cls, type)
-            and issubclass(reset_observation_cls, Observation)
-        ):
-            raise TypeError(
-                f"reset_observation_cls must be a subclass of Observation, got {reset_observation_cls!r}"
-            )
         if limits is not None and not isinstance(limits, Limits):
-            raise TypeError(f"limits must be an openenv_train.server.Limits, got {limits!r}")
+            raise TypeError(
+                f"limits must be an openenv_train.Limits (limits=Limits(max_sessions=...)), got {limits!r}"
+            )
         assert action_cls is not None and observation_cls is not None  # checked above
         self.env_factory = env
         self.action_cls: type[Action] = action_cls
         self.observation_cls: type[Observation] = observation_cls
         self.state_cls = state_cls
-        self.concurrency_config = concurrency_config
         self.limits = limits if limits is not None else Limits.from_env()
         self.gate = Gate(
             self.limits, check_token(token, "token") if token is not None else token_from_env()
         )
-        self.name = env_name or factory_name(env)
+        self.name = name or factory_name(env)
         self.sessions = SessionManager(
-            env,
-            concurrency_config.max_concurrent_envs,
-            concurrency_config.session_timeout,
-            self.limits,
+            env, self.limits.max_sessions, self.limits.session_timeout_s, self.limits
         )
         self.mcp = McpHandler(self.sessions, action_cls)
         self.ws_endpoint = WebSocketEndpoint(
             self.sessions, action_cls, validate_reset, self.mcp, self.limits
         )
-        self.schema = {
+        self.schema: dict[str, Any] = {
             "action": action_cls.model_json_schema(),
             "observation": observation_cls.model_json_schema(),
-            "reset_observation": reset_observation_cls.model_json_schema(),
+            "reset_observation": observation_cls.model_json_schema(),
             "state": state_cls.model_json_schema(),
         }
-        self._metadata: list[EnvironmentMetadata] = []
-        if metadata is not None:
-            self._metadata.append(
-                metadata
-                if isinstance(metadata, EnvironmentMetadata)
-                else EnvironmentMetadata(**metadata)
-            )
-
-    @property
-    def max_concurrent_envs(self) -> int:
-        return self.sessions.max_sessions
+        self.metadata: EnvironmentMetadata | None = None
 
     @property
     def active_sessions(self) -> int:
         """Sessions open now, counting those whose env is still being built."""
         return self.sessions.active
 
-    def get_capacity_status(self) -> ServerCapacityStatus:
-        return ServerCapacityStatus.from_counts(self.sessions.active, self.sessions.max_sessions)
-
-    def register_routes(self, app: FastAPI, mode: ServerMode | str | None = None) -> None:
+    def register(self, app: FastAPI, mode: ServerMode | str | None = None) -> None:
         """Add this env's routes, its token and size gate, and its shutdown to ``app``.
 
         ``mode``: ``"simulation"`` (HTTP ``/reset``, ``/step``, ``/state`` too) or
@@ -261,7 +165,7 @@ class HTTPEnvServer:
         resolved = resolve_mode(mode)
         if isinstance(getattr(app, "gate", None), Gate):
             raise RuntimeError(
-                "this app already serves an env (register_routes was called on it before); "
+                "this app already serves an env (routes were registered on it before); "
                 "make one FastAPI app per env server, or mount each env's app under its own path"
             )
         app.gate = self.gate  # type: ignore[attr-defined]
@@ -281,7 +185,7 @@ class HTTPEnvServer:
         self._add_info_routes(app, resolved)
         self._add_mcp_routes(app)
         if resolved == "simulation":
-            _add_simulation_routes(app, self.env_factory, self.action_cls, self.state_cls)
+            add_simulation_routes(app, self.env_factory, self.action_cls, self.state_cls)
 
     def _close_sessions_on_shutdown(self, app: FastAPI) -> None:
         """Close every session's env when the app shuts down, after the app's own lifespan."""
@@ -297,8 +201,13 @@ class HTTPEnvServer:
         app.router.lifespan_context = lifespan
 
     def _add_info_routes(self, app: FastAPI, mode: str) -> None:
-        manager, limits, env_factory = self.sessions, self.limits, self.env_factory
-        schema, meta_cache = self.schema, self._metadata
+        manager, limits, env_factory, schema = (
+            self.sessions,
+            self.limits,
+            self.env_factory,
+            self.schema,
+        )
+        meta_cache = [] if self.metadata is None else [self.metadata]
 
         @app.get("/health", tags=["Health"])
         async def health() -> Any:
@@ -419,56 +328,3 @@ def _own_get_metadata(cls: type) -> bool:
     """Whether ``cls`` defines OpenEnv's ``get_metadata()`` itself (not our base class's)."""
     fn = getattr(cls, "get_metadata", None)
     return callable(fn) and fn is not getattr(Environment, "get_metadata", None)
-
-
-def _add_simulation_routes(
-    app: FastAPI, env_factory: Callable[[], Any], action_cls: type[Action], state_cls: type[State]
-) -> None:
-    """Stateless HTTP /reset, /step, /state: build an env, call it, close it (as OpenEnv 0.10)."""
-
-    async def with_env(call: Callable[[Any], Any]) -> Any:
-        try:
-            env = await build_env(env_factory)
-        except Exception as exc:
-            err = FactoryError(factory_name(env_factory), exc)
-            raise HTTPException(503, detail={"code": "FACTORY_ERROR", "message": str(err)}) from exc
-        try:
-            return await call(env)
-        except HTTPException:
-            raise
-        except NoEpisodeError as exc:
-            message = bounded_text(f"{HTTP_NO_EPISODE} The env said: {exc}", 2000)
-            raise HTTPException(409, detail={"code": "NO_EPISODE", "message": message}) from exc
-        except Exception as exc:
-            _ENV_RAISED.warn("env raised over HTTP: %s", bounded_text(str(exc), 500))
-            message = bounded_text(f"{type(exc).__name__}: {exc}", 2000)
-            raise HTTPException(
-                500, detail={"code": "EXECUTION_ERROR", "message": message}
-            ) from exc
-        finally:
-            try:
-                await calls_for(env).close(env)
-            except Exception:
-                log.exception("env.close() raised")
-
-    @app.post("/reset", response_model=StepResponse, tags=["Environment Control"])
-    async def reset(request: ResetRequest = Body(default_factory=ResetRequest)) -> Response:
-        kwargs = request.model_dump(exclude_unset=True)
-        obs = await with_env(lambda env: calls_for(env).reset(env, kwargs))
-        return Response(observation_json(obs), media_type="application/json")
-
-    @app.post("/step", response_model=StepResponse, tags=["Environment Control"])
-    async def step(request: StepRequest) -> Response:
-        try:
-            action = parse_action(request.action, action_cls)
-        except ValidationError as exc:
-            detail = errors_list(exc, prefix=("body", "action"))
-            return JSONResponse({"detail": detail}, status_code=422)
-        kwargs = request.model_dump(exclude_unset=True, exclude={"action"})
-        obs = await with_env(lambda env: calls_for(env).step(env, action, kwargs))
-        return Response(observation_json(obs), media_type="application/json")
-
-    @app.get("/state", response_model=state_cls, tags=["State Management"])
-    async def get_state() -> Response:
-        st = await with_env(lambda env: calls_for(env).state(env))
-        return Response(state_json(st), media_type="application/json")
