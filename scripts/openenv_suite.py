@@ -44,10 +44,10 @@ DEFAULT_PATHS = ("tests/core", "tests/test_core")
 
 #: OpenEnv name -> openenv-train's "module:attribute", where the name differs.
 RENAMES: dict[str, str] = {
-    "create_fastapi_app": "openenv_train.server:create_app",
-    "convert_to_ws_url": "openenv_train.client.base:to_ws_url",
+    "create_fastapi_app": "openenv_train.openenv.server:create_app",
+    "convert_to_ws_url": "openenv_train.openenv.client:convert_to_ws_url",
     "GenericMCPObservation": "openenv_train.client.generic:GenericObservation",
-    "MCPClientBase": "openenv_train.client.mcp:MCPToolClient",
+    "MCPClientBase": "openenv_train.openenv.client:MCPClientBase",
     # the LLM clients' tool and message converters (private in OpenEnv, public here)
     "_clean_mcp_schema": "openenv_train.judge.llm_client:tool_input_schema",
     "_mcp_tools_to_openai": "openenv_train.judge.llm_client:tools_to_openai",
@@ -78,13 +78,13 @@ SEARCH: tuple[str, ...] = (
     "openenv_train.server.environment",
     "openenv_train.server.mcp",
     "openenv_train.server.app",
+    "openenv_train.server.routes",
     "openenv_train.server.jsonrpc",
     "openenv_train.client",
     "openenv_train.client.base",
     "openenv_train.client.generic",
     "openenv_train.client.mcp",
     "openenv_train.client.sync",
-    "openenv_train.client.compat",
     "openenv_train.judge",
     "openenv_train.judge.llm_client",
     "openenv_train.judge.llm_judge",

@@ -7,7 +7,7 @@ imports to ``openenv_train.openenv``::
 
 Every name here is OpenEnv's, with OpenEnv's arguments and behaviour, built on the native
 packages: ``server`` (``HTTPEnvServer``, ``create_app``...), ``client`` (``EnvClient``,
-``GenericEnvClient``), ``auto`` (``AutoEnv``, ``AutoAction`` over the env catalog), ``docker``
+``GenericEnvClient``, ``MCPToolClient``), ``auto`` (``AutoEnv``, ``AutoAction`` over the env catalog), ``docker``
 (``LocalDockerProvider`` on the hardened container) and ``evals`` (``EvalHarness``,
 ``EvalConfig``, ``EvalResult``, ``InspectAIHarness``, ``PassAtKHarness``). This package sits at
 the top of the import layers: it may import any native package, and no native module imports
@@ -15,8 +15,7 @@ it. The names OpenEnv and openenv-train spell alike (``Action``, ``Observation``
 ``Environment``, the rubrics) are native: ``openenv_train``, ``openenv_train.core.rubrics``;
 the LLM clients and ``LLMJudge`` are in ``openenv_train.judge``.
 
-The names load lazily (module ``__getattr__``): importing one module of the layer imports no
-other, so a name whose module is missing fails alone.
+The names load lazily (module ``__getattr__``): asking for one name imports only its module.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "create_app",
         "create_web_interface_app",
     ),
-    "client": ("EnvClient", "GenericEnvClient"),
+    "client": ("EnvClient", "GenericEnvClient", "MCPClientBase", "MCPToolClient"),
     "auto": ("AutoAction", "AutoEnv", "HubUnreachableError"),
     "docker": ("ContainerNotReadyError", "LocalDockerProvider"),
     "evals": ("EvalConfig", "EvalHarness", "EvalResult", "InspectAIHarness", "PassAtKHarness"),
@@ -46,16 +45,7 @@ def __getattr__(name: str) -> Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        home = importlib.import_module(f".{module}", __name__)
-    except ModuleNotFoundError as err:
-        if err.name != f"{__name__}.{module}":
-            raise  # a dependency of the module is missing: say which
-        raise AttributeError(
-            f"module {__name__!r} has no attribute {name!r}: its module "
-            f"{__name__}.{module} is not in this installation"
-        ) from err
-    value = getattr(home, name)
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 

@@ -62,8 +62,8 @@ from openenv.core.generic_client import GenericAction
 from openenv.core.env_server.http_server import create_fastapi_app
 import openenv_train, openenv_train.client, openenv_train.judge, openenv_train.openenv as layer
 # the compatibility layer answers first; a name it lacks comes from the native packages
-assert EnvClient is getattr(layer, "EnvClient", openenv_train.EnvClient)
-assert create_fastapi_app is openenv_train.create_app
+assert EnvClient is layer.EnvClient and EnvClient is not openenv_train.EnvClient
+assert create_fastapi_app is layer.create_app
 from openenv.core.evals import EvalResult
 from openenv.auto import AutoEnv
 from openenv.core.rubrics.llm_judge import LLMJudge
@@ -96,7 +96,7 @@ import openenv_suite
 openenv_suite.install_shim()
 import openenv.core.llm_client as alias
 import openenv_train.judge.llm_client as ours
-import openenv_train.server as server
+import openenv_train.openenv.server as server
 original, create_app = ours.AsyncOpenAI, server.create_app
 with mock.patch("openenv.core.llm_client.AsyncOpenAI") as outer:
     assert ours.AsyncOpenAI is outer  # the patch reaches the module our code reads

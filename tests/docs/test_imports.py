@@ -155,3 +155,68 @@ def test_cli_uses_only_public_names_and_never_edits_the_import_path() -> None:
                 ):
                     bad.append(f"{path.name}:{node.lineno}: uses private .{node.attr}")
     assert not bad, "\n".join(bad)
+
+
+#: third-party packages the ground layer may import: the protocol models are pydantic
+GROUND_THIRD_PARTY = {"pydantic", "pydantic_core", "typing_extensions"}
+#: standard-library modules that do I/O over a network, a process or a container
+GROUND_FORBIDDEN_STDLIB = {
+    "socket",
+    "ssl",
+    "http",
+    "urllib",
+    "subprocess",
+    "multiprocessing",
+    "ftplib",
+    "smtplib",
+    "xmlrpc",
+}
+
+
+def ground_layer_violations(path: Path, module: str) -> list[str]:
+    """Imports in ``path`` of a third-party library or an I/O module of the standard library."""
+    import sys
+
+    bad = []
+    for line, target, _ in imports_of(path, module):
+        top = target.split(".")[0]
+        if not top or top == "openenv_train":
+            continue
+        if top in GROUND_FORBIDDEN_STDLIB or (
+            top not in sys.stdlib_module_names and top not in GROUND_THIRD_PARTY
+        ):
+            bad.append(f"{path.name}:{line}: {target}")
+    return bad
+
+
+def test_the_ground_layer_imports_no_network_sdk_or_container_library() -> None:
+    bad = [
+        v
+        for path, module in sources(PACKAGE, "openenv_train")
+        if module == "openenv_train.core" or module.startswith("openenv_train.core.")
+        for v in ground_layer_violations(path, module)
+    ]
+    assert not bad, "openenv_train.core must stay free of I/O libraries:\n" + "\n".join(bad)
+
+
+def test_the_ground_layer_checker_catches_an_sdk_import(tmp_path: Path) -> None:
+    lazy = tmp_path / "client.py"
+    lazy.write_text("def f():\n    import openai\n    import subprocess\n    import json\n")
+    found = ground_layer_violations(lazy, "openenv_train.core.client")
+    assert [v.rsplit(": ", 1)[1] for v in found] == ["openai", "subprocess"]
+
+
+def compat_imports(path: Path, module: str) -> list[str]:
+    return [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for line, target, _ in imports_of(path, module)
+        if target == "openenv_train.openenv" or target.startswith("openenv_train.openenv.")
+    ]
+
+
+def test_no_native_module_imports_the_openenv_compatibility_layer() -> None:
+    """``openenv_train.openenv`` maps OpenEnv's API onto ours; ours never leans on it."""
+    files = sources(PACKAGE, "openenv_train") + sources(ROOT / "recipes", "recipes")
+    native = [(p, m) for p, m in files if not m.startswith("openenv_train.openenv")]
+    bad = [v for path, module in native for v in compat_imports(path, module)]
+    assert not bad, "native code importing the compatibility layer:\n" + "\n".join(bad)
