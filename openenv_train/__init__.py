@@ -52,7 +52,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SessionError",
         "UnknownMessageTypeError",
     ),
-    "core.mcp": ("TypedOrToolAction",),
+    "core.mcp_types": ("TypedOrToolAction",),
     "server": (
         "Environment",
         "Limits",
@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal
         ToolError,
         UnknownMessageTypeError,
     )
-    from .core.mcp import TypedOrToolAction  # noqa: F401
+    from .core.mcp_types import TypedOrToolAction  # noqa: F401
     from .server import (  # noqa: F401
         Environment,
         Limits,

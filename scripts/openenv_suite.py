@@ -69,21 +69,21 @@ SEARCH: tuple[str, ...] = (
     "openenv_train",
     "openenv_train.core",
     "openenv_train.core.models",
-    "openenv_train.core.mcp",
+    "openenv_train.core.mcp_types",
     "openenv_train.core.errors",
     "openenv_train.core.messages",
     "openenv_train.core.wire",
     "openenv_train.core.rubrics",
     "openenv_train.server",
     "openenv_train.server.environment",
-    "openenv_train.server.mcp",
+    "openenv_train.server.mcp_environment",
     "openenv_train.server.app",
     "openenv_train.server.routes",
     "openenv_train.server.jsonrpc",
     "openenv_train.client",
-    "openenv_train.client.base",
+    "openenv_train.client.env_client",
     "openenv_train.client.generic",
-    "openenv_train.client.mcp",
+    "openenv_train.client.mcp_client",
     "openenv_train.client.sync",
     "openenv_train.judge",
     "openenv_train.judge.llm_client",
@@ -113,7 +113,7 @@ def _import_or_none(name: str) -> types.ModuleType | None:
 
 def _tail_modules(fullname: str) -> list[str]:
     """Our modules named like OpenEnv's: ``openenv.core.rubrics.base`` ->
-    ``openenv_train.core.rubrics.base``..., ``openenv.core.evals`` -> ``openenv_train.openenv.evals``;
+    ``openenv_train.core.rubrics.rubric``..., ``openenv.core.evals`` -> ``openenv_train.openenv.evals``;
     a module's last name alone too (``openenv.core.rubrics.llm_judge`` ->
     ``openenv_train.judge.llm_judge``)."""
     parts = fullname.split(".")[1:]

@@ -70,11 +70,11 @@ _LAZY = {
     "HarnessObservation": ".harness_env",
     "resolve_tool_conflicts": ".harness_env",
     "LoopServer": ".loop_server",
-    "AGENT_LIMITS": ".runner",
-    "AgentEpisodeError": ".runner",
-    "AgentRunner": ".runner",
-    "evaluate_agent": ".runner",
-    "seed_of": ".runner",
+    "AGENT_LIMITS": ".agent_runner",
+    "AgentEpisodeError": ".agent_runner",
+    "AgentRunner": ".agent_runner",
+    "evaluate_agent": ".agent_runner",
+    "seed_of": ".agent_runner",
     "ToolBridge": ".tool_bridge",
 }
 

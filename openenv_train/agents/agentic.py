@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..core.errors import InfrastructureError
-from ..core.mcp import Tool
+from ..core.mcp_types import Tool
 
 
 class HarnessError(InfrastructureError):

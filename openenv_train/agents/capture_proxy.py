@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..harness.adapters import parse_tool_calls
-from ..policy.base import Generation, Policy, SamplingSettings
+from ..policy.interface import Generation, Policy, SamplingSettings
 from ..policy.openai_wire import (
     ChatRequest,
     CompletionRequest,

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core.mcp import RESERVED_TOOL_NAMES, Tool
+from ..core.mcp_types import RESERVED_TOOL_NAMES, Tool
 from ..core.models import Action, Observation, State
 from ..core.rubrics import Rubric as BaseRubric
-from ..server.mcp import MCPEnvironment
+from ..server.mcp_environment import MCPEnvironment
 from .agentic import (
     AgenticHarnessAdapter,
     HarnessCrashedError,

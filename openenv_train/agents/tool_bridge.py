@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..core.mcp import JsonRpcCode, ListToolsObservation
+from ..core.mcp_types import JsonRpcCode, ListToolsObservation
 from ..server.jsonrpc import McpHandler, rpc_error, rpc_result
 from ..server.mcp_streamable import SESSION_HEADER, initialize_result, tool_error_as_result
 from .loop_server import LoopServer

@@ -36,7 +36,7 @@ def passk(args: argparse.Namespace) -> int:
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.episode import RolloutConfig
     from ..training.passk import results_rows, targets_of_run, write_jsonl
-    from ..training.passk_harness import PassAtKEval
+    from ..training.passk_eval import PassAtKEval
 
     model_dir = Path(args.model)
     cfg = load_run_config(model_dir, args.recipe)

@@ -11,7 +11,7 @@ import keyword
 import re
 from pathlib import Path
 
-from .dockerfile import render as render_dockerfile
+from .dockerfile_writer import render as render_dockerfile
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from ..runtime.health import probe
-from .dockerfile import check as check_dockerfile
+from .dockerfile_writer import check as check_dockerfile
 
 
 @dataclass

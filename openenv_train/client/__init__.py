@@ -7,9 +7,9 @@ OpenEnv's spellings (``connect_timeout_s=``, ``OPENENV_CLIENT_MODE``, ``from_doc
 are in ``openenv_train.openenv``.
 """
 
-from .base import EnvClient, ServerProvider, UnexpectedFrameError
+from .env_client import EnvClient, ServerProvider, UnexpectedFrameError
 from .generic import GenericAction, GenericEnvClient, GenericObservation
-from .mcp import MCPToolClient, ToolCallError
+from .mcp_client import MCPToolClient, ToolCallError
 from .sync import SyncEnvClient
 from .transport import ServerUnreachableError, Transport, WebSocketOptions
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core.models import Observation, StepResult
-from .base import EnvClient
+from .env_client import EnvClient
 
 
 class GenericObservation(Observation):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..core.models import ActT, ObsT, StateT, StepResult
 
 if TYPE_CHECKING:
-    from .base import EnvClient
+    from .env_client import EnvClient
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from .errors import (
     UnknownMessageTypeError,
     error_from_frame,
 )
-from .mcp import (
+from .mcp_types import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
     CallToolObservation,

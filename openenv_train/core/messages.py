@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ErrorCode
-from .mcp import JSONRPC_MESSAGES, JsonRpcErrorCode
+from .mcp_types import JSONRPC_MESSAGES, JsonRpcErrorCode
 
 #: OpenEnv's name for the ``code`` of an error frame (ours adds ``QUOTA_EXCEEDED`` and
 #: ``REQUEST_TOO_LARGE``; OpenEnv's seven values are the same).

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from .errors import ErrorCode
-from .mcp import MCP_ACTION_TYPES
+from .mcp_types import MCP_ACTION_TYPES
 from .models import Action, Observation, State
 
 _LIFTED = {"reward", "done"}

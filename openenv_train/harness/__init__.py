@@ -14,7 +14,7 @@ from .adapters import (
     parse_tool_calls,
 )
 from .cli import CLIHarnessAdapter, HarnessProcessError
-from .runner import HarnessRunner
+from .harness_runner import HarnessRunner
 from .session import (
     MCPEnvSession,
     ResourceSession,

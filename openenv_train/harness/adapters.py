@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.tool_schema import tools_to_openai
-from ..policy.base import Generation, SamplingSettings
+from ..policy.interface import Generation, SamplingSettings
 from ..rollout.episode import Reply, RolloutConfig, play_episode
 from ..rollout.tokens import TokenCodec
 from .session import Message, ResourceSession, ToolResult, to_text

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.mcp import unwrap_tool_result
+from ..client.mcp_client import unwrap_tool_result
 from ..core.errors import EnvServerError, InfrastructureError
-from ..core.mcp import (
+from ..core.mcp_types import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
     CallToolObservation,

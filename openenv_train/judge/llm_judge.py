@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from ..core.rubrics.base import Rubric
+from ..core.rubrics.rubric import Rubric
 
 
 class CompletionClient(Protocol):

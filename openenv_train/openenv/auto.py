@@ -38,7 +38,7 @@ from ..catalog import (
     installed_version,
     names_for_hub_id,
 )
-from ..client.base import EnvClient, ServerProvider
+from ..client.env_client import EnvClient, ServerProvider
 from ..client.generic import GenericAction, GenericEnvClient
 from ..runtime.connect import container_provider as image_provider
 from ..runtime.connect import hub_provider

@@ -21,12 +21,12 @@ import os
 from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from ..client import base as _base
+from ..client import env_client as _base
 from ..client import generic as _generic
-from ..client import mcp as _mcp
-from ..client.base import ServerProvider
+from ..client import mcp_client as _mcp
+from ..client.env_client import ServerProvider
 from ..client.generic import GenericAction, GenericObservation
-from ..client.mcp import ToolCallError
+from ..client.mcp_client import ToolCallError
 from ..client.sync import SyncEnvClient
 from ..client.transport import to_ws_url
 from ..core.auth import client_token

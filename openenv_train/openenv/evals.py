@@ -191,7 +191,7 @@ class PassAtKHarness(EvalHarness):
     config an :class:`EvalConfig` and its result an :class:`EvalResult`."""
 
     def __init__(self, policy: Any, targets: Sequence[EvalTarget]) -> None:
-        from ..training.passk_harness import PassAtKEval
+        from ..training.passk_eval import PassAtKEval
 
         self.passk = PassAtKEval(policy, targets)
 

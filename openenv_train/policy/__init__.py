@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Generation, Policy, SamplingSettings
+from .interface import Generation, Policy, SamplingSettings
 
 __all__ = [
     "Generation",

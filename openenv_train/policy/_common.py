@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .base import Generation, Policy, SamplingSettings
+from .interface import Generation, Policy, SamplingSettings
 
 
 def validate_request(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import InfrastructureError, RequestTimeoutError
 from ._common import make_generation, stop_ids, validate_request
-from .base import Generation, Policy, SamplingSettings
+from .interface import Generation, Policy, SamplingSettings
 from .openai_wire import completion_body, read_completion_choices
 
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import InfrastructureError
-from .base import SamplingSettings
+from .interface import SamplingSettings
 
 #: Most prompts one completions request may carry.
 MAX_PROMPTS = 4096

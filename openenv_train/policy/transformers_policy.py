@@ -24,7 +24,7 @@ import threading
 from typing import Any
 
 from ._common import ThreadedPolicy, make_generation, stop_ids, validate_request
-from .base import Generation, SamplingSettings
+from .interface import Generation, SamplingSettings
 
 
 def _filter_logits(logits: Any, top_k: int, top_p: float) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import ThreadedPolicy, make_generation, stop_ids, validate_request
-from .base import Generation, SamplingSettings
+from .interface import Generation, SamplingSettings
 
 
 def require_vllm() -> Any:

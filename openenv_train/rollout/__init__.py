@@ -5,8 +5,7 @@
 
 from .engine import RolloutEngine
 from .episode import RolloutConfig
-from .mixture import MixtureEngine, MixtureMember
-from .pool import NoLiveServerError
+from .mixture_engine import MixtureEngine, MixtureMember
 from .records import (
     EpisodeRecord,
     EpisodeTimeoutError,
@@ -16,6 +15,7 @@ from .records import (
     RolloutOutputError,
 )
 from .scripted import ScriptedPolicy
+from .session_pool import NoLiveServerError
 from .spec import SeededTextSpec, TextEnvSpec
 from .tokens import TokenCodec
 

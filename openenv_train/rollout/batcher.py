@@ -14,7 +14,7 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-from ..policy.base import Generation, Policy, SamplingSettings
+from ..policy.interface import Generation, Policy, SamplingSettings
 
 
 @dataclass

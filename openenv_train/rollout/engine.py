@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import ConnectionLostError, InfrastructureError
-from ..policy.base import Generation, Policy
+from ..policy.interface import Generation, Policy
 from .episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
+from .episode_runner import EpisodeRunner
 from .groups import Attempt
-from .pool import PooledSession, SessionPool
 from .records import EpisodeRecord, MissingRewardError, RolloutBatch
-from .runner import EpisodeRunner
+from .session_pool import PooledSession, SessionPool
 from .spec import TextEnvSpec
 
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..policy.base import Generation, SamplingSettings
+from ..policy.interface import Generation, SamplingSettings
 from .tokens import EpisodeTokens, Message, TokenCodec
 
 #: ``Episode.stop`` when ``max_turns`` or the episode token budget ended the episode.

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from ..policy.openai_wire import (
     CompletionRequest,
     OpenAIRequestError,

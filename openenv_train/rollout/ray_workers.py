@@ -25,9 +25,9 @@ from typing import Any
 from ..runtime.ray_cluster import import_ray
 from ..runtime.ray_fleet import check_placement, remote_class, strategy
 from .engine import RolloutConfig, RolloutEngine
+from .episode_runner import summarize
 from .groups import check_groups
 from .records import RolloutBatch
-from .runner import summarize
 from .spec import TextEnvSpec
 
 _SUMMED = (

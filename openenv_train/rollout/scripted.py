@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..policy.base import Generation, Policy, SamplingSettings
+from ..policy.interface import Generation, Policy, SamplingSettings
 
 
 class ScriptedPolicy(Policy):

@@ -5,8 +5,8 @@ point; ``connect_to(provider, client_cls)`` starts one server and gives a client
 from .connect import connect_to, connect_to_hub, connect_to_image, connect_to_sync
 from .container import ContainerProvider
 from .daytona import DaytonaProvider  # imports the Daytona SDK only when one is made
+from .env_pool import EnvPool, Lease
 from .local import LocalProcessProvider, ServerGroup, start_local_servers
-from .pool import EnvPool, Lease
 from .ray_fleet import RayServerGroup, start_ray_servers  # imports Ray only when used
 from .servers import start_container_servers, start_servers
 

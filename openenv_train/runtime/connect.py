@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeVar
 
-from ..client.base import EnvClient, ServerProvider
+from ..client.env_client import EnvClient, ServerProvider
 from ..client.sync import SyncEnvClient, run_sync
 from .container import ContainerProvider
 from .hub import hub_image, provider_for_hub_id

@@ -37,7 +37,7 @@ import yaml
 
 from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_server_token
 from ..core.errors import ServerStartError
-from .dockerfile import DockerfileImage, read_dockerfile, strip_buildkit_mounts
+from .dockerfile_reader import DockerfileImage, read_dockerfile, strip_buildkit_mounts
 from .health import Provider, wait_healthy
 from .launch import serve_argv
 

@@ -7,7 +7,7 @@ OpenEnv's server names (``HTTPEnvServer``, ``ConcurrencyConfig``, its ``create_a
 from .app import create_app
 from .environment import CompositeTransform, Environment, NoEpisodeError, NullTransform, Transform
 from .limits import Limits
-from .mcp import MCPEnvironment, tool
+from .mcp_environment import MCPEnvironment, tool
 from .routes import EnvRoutes
 from .serve import DEFAULT_HTTP_IMPL, DEFAULT_WS_IMPL, serve, uvicorn_kwargs
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..core.mcp import RESERVED_TOOL_NAMES, CallToolObservation, Tool, ToolError, ToolErrorType
+from ..core.mcp_types import (
+    RESERVED_TOOL_NAMES,
+    CallToolObservation,
+    Tool,
+    ToolError,
+    ToolErrorType,
+)
 from ._threads import run_coro_sync
 from .encoding import bounded_text
 

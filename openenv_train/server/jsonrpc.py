@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..core.mcp import (
+from ..core.mcp_types import (
     JSONRPC_MESSAGES,
     MCP_ACTION_TYPES,
     CallToolAction,
@@ -30,7 +30,7 @@ from ..core.models import Action
 from ..core.wire import dumps
 from .calls import build_env, calls_for
 from .encoding import bounded_text
-from .mcp import MCPEnvironment
+from .mcp_environment import MCPEnvironment
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
 
 log = logging.getLogger("openenv_train.server")

@@ -26,7 +26,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from ..core.mcp import JsonRpcCode
+from ..core.mcp_types import JsonRpcCode
 from .jsonrpc import McpHandler, rpc_error, rpc_result
 from .sessions import FactoryError, SessionManager, SessionRefused
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..core.mcp import RESERVED_TOOL_NAMES, Tool
+from ..core.mcp_types import RESERVED_TOOL_NAMES, Tool
 
 TOOL_ATTR = "__openenv_tool__"
 

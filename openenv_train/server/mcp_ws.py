@@ -12,7 +12,7 @@ import functools
 
 from starlette.types import Receive, Scope, Send
 
-from ..core.mcp import JsonRpcCode
+from ..core.mcp_types import JsonRpcCode
 from ..core.wire import dumps
 from .encoding import JSONDecodeError, loads
 from .frame_check import FrameCheck

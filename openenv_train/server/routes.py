@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from starlette.routing import WebSocketRoute
 
 from ..core.auth import check_token, token_from_env
-from ..core.mcp import CallToolAction, CallToolObservation, JsonRpcCode
+from ..core.mcp_types import CallToolAction, CallToolObservation, JsonRpcCode
 from ..core.messages import ServerMode
 from ..core.models import Action, EnvironmentMetadata, Observation, State
 from ._threads import run_sync
@@ -34,7 +34,7 @@ from .environment import Environment
 from .guard import Gate, GatedApp
 from .jsonrpc import McpHandler, rpc_error
 from .limits import Limits
-from .mcp import MCPEnvironment
+from .mcp_environment import MCPEnvironment
 from .mcp_streamable import StreamableMcp
 from .mcp_ws import McpWebSocket
 from .sessions import SessionManager, factory_name

@@ -19,8 +19,8 @@ from .callbacks import (
     plot_learning_curve,
     quiet_third_party,
 )
-from .environment import list_server_tools, make_environment_class, release_callback
-from .passk_harness import PassAtKEval, PassAtKParameters
+from .environment_factory import list_server_tools, make_environment_class, release_callback
+from .passk_eval import PassAtKEval, PassAtKParameters
 from .rewards import RubricRow, env_reward, format_reward, make_format_reward, make_rubric_reward
 from .rollout_builders import (
     EnvPlays,

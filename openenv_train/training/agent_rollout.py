@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agents.runner import AGENT_LIMITS, AgentRunner
-from ..policy.base import Policy
+from ..agents.agent_runner import AGENT_LIMITS, AgentRunner
+from ..policy.interface import Policy
 from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
 from .rollout_builders import PolicyFactory, build_rollout_func

@@ -37,7 +37,7 @@ from .checks import start_checks
 
 if TYPE_CHECKING:
     from .config import GRPORun
-    from .evals import EvalResult, Evals
+    from .periodic_evals import EvalResult, Evals
 
 console = Console(stderr=True)
 stdout = Console()  # the run's report: what was saved and the command to run next

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..client.sync import LoopThread
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from ..policy.lora import load_state, state_bytes, trainable_state
+from ..rollout.episode_runner import EpisodeRunner
 from ..rollout.records import RolloutBatch
-from ..rollout.runner import EpisodeRunner
 from .rollout_func import RolloutStats
 from .trainer_policy import tokenizer_of, unwrap_model
 

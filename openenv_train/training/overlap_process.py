@@ -47,7 +47,7 @@ def _child(
 
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.engine import RolloutEngine
-    from ..rollout.runner import freeze_heap_once
+    from ..rollout.episode_runner import freeze_heap_once
 
     torch.set_num_threads(1)
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from ..policy.openai_policy import OpenAICompatiblePolicy
 from ..rollout.episode import RolloutConfig
+from ..rollout.episode_runner import EpisodeRunner
 from ..rollout.policy_endpoint import PolicyEndpoint
 from ..rollout.ray_workers import RayRolloutWorkers
 from ..rollout.records import RolloutBatch
-from ..rollout.runner import EpisodeRunner
 from ..rollout.spec import TextEnvSpec
 from .rollout_builders import PolicyFactory, build_rollout_func, engine_builder
 from .rollout_func import RolloutFunc, RolloutStats, RunnerStrategy

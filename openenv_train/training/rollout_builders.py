@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..harness.adapters import HarnessAdapter, ModelStep
-from ..harness.runner import TOOL_CALLING, HarnessRunner
-from ..policy.base import Policy
+from ..harness.harness_runner import TOOL_CALLING, HarnessRunner
+from ..policy.interface import Policy
 from ..rollout.engine import RolloutEngine, base_urls_of
 from ..rollout.episode import RolloutConfig
 from ..rollout.records import RolloutBatch
@@ -30,7 +30,7 @@ from .rollout_func import RolloutFunc, RolloutStrategy, RunnerStrategy
 from .trainer_policy import config_for, policy_for_trainer
 
 if TYPE_CHECKING:
-    from ..rollout.mixture import MixtureMember
+    from ..rollout.mixture_engine import MixtureMember
 
 __all__ = [
     "EnvPlays",
@@ -164,7 +164,7 @@ class MixturePlays:
     def strategy(
         self, base: RolloutConfig, policy_factory: PolicyFactory | None
     ) -> RolloutStrategy:
-        from ..rollout.mixture import MixtureEngine
+        from ..rollout.mixture_engine import MixtureEngine
 
         policy_of = policy_factory or policy_for_trainer
         members, seed = self.members, self.seed

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..client.sync import LoopThread
+from ..rollout.episode_runner import EpisodeRunner, freeze_heap_once
 from ..rollout.records import RolloutBatch
-from ..rollout.runner import EpisodeRunner, freeze_heap_once
 from .trainer_policy import unwrap_model
 
 

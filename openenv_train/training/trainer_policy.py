@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from ..rollout.episode import RolloutConfig
 
 __all__ = ["config_for", "policy_for_trainer", "tokenizer_of", "unwrap_model"]

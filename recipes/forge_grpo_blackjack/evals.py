@@ -16,7 +16,7 @@ from typing import Any
 
 from blackjack_env.evaluation import COLUMNS, VALIDATION_OFFSET, baselines, evaluate_policy
 
-from openenv_train.training.evals import results_table
+from openenv_train.training.periodic_evals import results_table
 
 from .config import ForgeRecipeConfig
 from .prep import console

@@ -8,7 +8,7 @@ from pathlib import Path
 from blackjack_env.evaluation import COLUMNS, baselines, evaluate_policy
 from rich.console import Console
 
-from openenv_train.training.evals import results_table
+from openenv_train.training.periodic_evals import results_table
 
 from .config import EvalSection
 

@@ -24,7 +24,6 @@ from blackjack_env.evaluation import (
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, random_episode
 
 from openenv_train.rollout.episode import EpisodeRecorder
-from openenv_train.training.evals import EvalResult, Evals, EvalSpec, console, results_table
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
@@ -34,6 +33,13 @@ from openenv_train.training.grpo import (
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.periodic_evals import (
+    EvalResult,
+    Evals,
+    EvalSpec,
+    console,
+    results_table,
+)
 from openenv_train.training.rollout_builders import rollout_func_from_config
 
 from .config import RecipeConfig, load_config

@@ -13,7 +13,7 @@ from typing import Any
 
 from guess_number_env.game import BASELINES, GuessGame, play, render
 
-from openenv_train.training.evals import results_table
+from openenv_train.training.periodic_evals import results_table
 
 #: The eval table's columns: (header, key, format).
 COLUMNS = (

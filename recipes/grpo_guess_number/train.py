@@ -17,10 +17,10 @@ import sys
 from typing import Any
 
 from openenv_train.rollout.episode import EpisodeRecorder
-from openenv_train.training.evals import Evals, EvalSpec
 from openenv_train.training.grpo import grpo_args, start_servers, trainer_class
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.periodic_evals import Evals, EvalSpec
 
 from .config import RecipeConfig, load_config
 from .evaluate import COLUMNS, VALIDATION_OFFSET, baselines, evaluate_model

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from openenv_train.client.sync import run_blocking
 from openenv_train.rollout.episode import EpisodeRecorder
-from openenv_train.training.evals import results_table
+from openenv_train.training.periodic_evals import results_table
 
 if TYPE_CHECKING:
     from .config import Member, TextRecipeConfig
@@ -89,7 +89,7 @@ def random_baseline(
 def per_env(rows: dict[str, dict[str, float]]) -> dict[str, float]:
     """One env's eval metrics under ``env/<name>/<metric>`` (``rows``: name -> metrics), with
     the unweighted means over the envs under the plain keys (keep-best and the summary)."""
-    from openenv_train.rollout.mixture import env_metric
+    from openenv_train.rollout.mixture_engine import env_metric
 
     out: dict[str, float] = {}
     for name, metrics in rows.items():

@@ -18,8 +18,7 @@ import sys
 from typing import Any
 
 from openenv_train.rollout.episode import EpisodeRecorder
-from openenv_train.rollout.mixture import MixtureMember, env_metric
-from openenv_train.training.evals import Evals, EvalSpec
+from openenv_train.rollout.mixture_engine import MixtureMember, env_metric
 from openenv_train.training.grpo import (
     grpo_args,
     placeholder_dataset,
@@ -29,6 +28,7 @@ from openenv_train.training.grpo import (
 )
 from openenv_train.training.lifecycle import finish, main, open_run, train
 from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.periodic_evals import Evals, EvalSpec
 from openenv_train.training.rollout_builders import rollout_func_from_config
 
 from .config import Member, TextRecipeConfig, load_config

@@ -18,7 +18,7 @@ from openenv_train.agents.capture_proxy import CaptureProxy
 from openenv_train.agents.harness_env import resolve_tool_conflicts
 from openenv_train.agents.tool_bridge import ToolBridge
 from openenv_train.core.errors import EnvServerError
-from openenv_train.core.mcp import Tool
+from openenv_train.core.mcp_types import Tool
 from openenv_train.rollout import ScriptedPolicy
 from openenv_train.runtime import LocalProcessProvider
 

@@ -20,7 +20,7 @@ import pytest
 import websockets
 
 import openenv_train
-from openenv_train.core.mcp import JsonRpcErrorCode, Tool
+from openenv_train.core.mcp_types import JsonRpcErrorCode, Tool
 from openenv_train.core.wire import deserialize_action_with_preprocessing
 
 fastmcp = pytest.importorskip("fastmcp")

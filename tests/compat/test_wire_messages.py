@@ -11,7 +11,7 @@ import httpx
 import pytest
 import websockets
 
-from openenv_train.core.mcp import JsonRpcErrorCode
+from openenv_train.core.mcp_types import JsonRpcErrorCode
 from openenv_train.core.messages import (
     HealthResponse,
     HealthStatus,

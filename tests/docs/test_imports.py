@@ -125,7 +125,7 @@ def test_the_checker_catches_an_upward_import(tmp_path: Path) -> None:
     assert not violations(layers, down, "openenv_train.training.ok")
 
 
-@pytest.mark.parametrize("package", ["core", "server", "client", "runtime"])
+@pytest.mark.parametrize("package", ["core", "server", "client", "runtime", "judge"])
 def test_the_light_core_needs_no_training_stack(package: str) -> None:
     bad = [
         f"{path.relative_to(ROOT)}:{line}: {target}"

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from openenv_train.client import ToolCallError
-from openenv_train.core.mcp import CallToolObservation, ListToolsObservation, ToolErrorType
+from openenv_train.core.mcp_types import CallToolObservation, ListToolsObservation, ToolErrorType
 
 
 async def test_quick_start_async(echo_url):
@@ -112,7 +112,7 @@ async def test_echo_code_never_hops_to_a_worker_thread(monkeypatch):
     from echo_env import CallToolAction
     from echo_env.server.environment import EchoEnvironment
 
-    import openenv_train.server.mcp as server_mcp
+    import openenv_train.server.mcp_environment as server_mcp
 
     def no_hop(*args, **kwargs):
         raise AssertionError("echo_env code was sent to a worker thread")

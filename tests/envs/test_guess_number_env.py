@@ -113,7 +113,7 @@ def test_openenv_generic_client_plays(guess_url: str) -> None:
 def test_action_model_takes_typed_and_mcp_actions() -> None:
     from pydantic import ValidationError
 
-    from openenv_train.core.mcp import CallToolAction, ListToolsAction
+    from openenv_train.core.mcp_types import CallToolAction, ListToolsAction
 
     assert GuessAction.model_validate({"guess": 4}).guess == 4
     call = GuessAction.model_validate(

@@ -14,7 +14,7 @@ import pytest
 import torch
 from blackjack_env.text_spec import BlackjackTextSpec
 
-from openenv_train.policy.base import SamplingSettings
+from openenv_train.policy.interface import SamplingSettings
 from openenv_train.policy.transformers_policy import TransformersPolicy
 from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
 from openenv_train.training.forge import (

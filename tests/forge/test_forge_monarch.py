@@ -63,7 +63,7 @@ def test_forge_loop_on_monarch(servers, model_dir) -> None:
             completions = await actors.generator.generate.call_one(
                 "player 15 hard dealer 10 action:"
             )
-            from openenv_train.policy.base import SamplingSettings
+            from openenv_train.policy.interface import SamplingSettings
 
             gens = await one.generate(
                 [tokenizer.encode("player 12 soft dealer A action:")], SamplingSettings()

@@ -11,7 +11,7 @@ from blackjack_env.game import basic_strategy
 from blackjack_env.text_spec import decision_text
 from echo_env import EchoEnv
 
-from openenv_train.core.mcp import Tool
+from openenv_train.core.mcp_types import Tool
 from openenv_train.harness import (
     HarnessAdapter,
     MCPEnvSession,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from echo_env.client import EchoEnv
 
-from openenv_train.core.mcp import CallToolAction
+from openenv_train.core.mcp_types import CallToolAction
 from openenv_train.policy.chat_models import FAMILIES, build_chat_model, chat_template
 from openenv_train.policy.transformers_policy import TransformersPolicy
 from openenv_train.rollout import RolloutConfig, RolloutEngine, TextEnvSpec

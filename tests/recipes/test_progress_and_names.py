@@ -45,7 +45,7 @@ def test_the_text_recipe_defaults_are_the_shipped_countdown_config() -> None:
 def test_blackjack_evals_say_lose_rate(tmp_path: Path) -> None:
     from blackjack_env.evaluation import COLUMNS, baselines, summarize
 
-    from openenv_train.training.evals import results_table
+    from openenv_train.training.periodic_evals import results_table
 
     row = summarize([1.0, -1.0, -1.0, 0.0])
     assert row["lose_rate"] == 0.5 and "loss" not in row

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from openenv_train.runtime.dockerfile import (
+from openenv_train.runtime.dockerfile_reader import (
     copy_sources,
     default_context,
     read_dockerfile,

@@ -16,7 +16,7 @@ import pytest
 from ports import free_port
 from rt_containers import BASE_IMAGE, IMAGE_PREFIX, ROOT, engine_client
 
-from openenv_train.cli.dockerfile import check as check_dockerfile
+from openenv_train.cli.dockerfile_writer import check as check_dockerfile
 from openenv_train.runtime import container_engine as ce
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -68,7 +68,7 @@ def test_init_writes_a_package_that_passes_its_own_tests(env_dir):
 
 
 def test_the_repo_envs_dockerfiles_follow_the_rules():
-    from openenv_train.cli.dockerfile import render
+    from openenv_train.cli.dockerfile_writer import render
 
     envs = sorted(p.name for p in (ROOT / "envs").iterdir() if (p / "pyproject.toml").is_file())
     assert len(envs) >= 6, envs

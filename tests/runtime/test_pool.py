@@ -14,7 +14,7 @@ import pytest
 from openenv_train.client import MCPToolClient
 from openenv_train.rollout.engine import base_urls_of
 from openenv_train.runtime import ContainerProvider, EnvPool, LocalProcessProvider
-from openenv_train.runtime.pool import PoolClosedError
+from openenv_train.runtime.env_pool import PoolClosedError
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 ECHO = "echo_env.server.app:app"

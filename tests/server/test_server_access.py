@@ -16,8 +16,7 @@ from server_envs import AddAction, CounterEnv, CounterState, GameTools, TotalObs
 from server_helpers import rpc, wait_until
 from websockets.exceptions import InvalidStatus
 
-from openenv_train.client import EnvClient, GenericEnvClient, MCPToolClient
-from openenv_train.client import ServerUnreachableError
+from openenv_train.client import EnvClient, GenericEnvClient, MCPToolClient, ServerUnreachableError
 from openenv_train.core import CallToolAction, CallToolObservation
 from openenv_train.server import create_app
 from openenv_train.server.serve import ensure_token

@@ -23,7 +23,7 @@ from server_helpers import rpc, wait_until
 from openenv_train.client import GenericEnvClient
 from openenv_train.client.mcp_http import McpHttpError, McpHttpSession
 from openenv_train.core import InfrastructureError, RequestTooLargeError
-from openenv_train.core.mcp import CallToolAction, CallToolObservation
+from openenv_train.core.mcp_types import CallToolAction, CallToolObservation
 from openenv_train.server import Limits, create_app, ws
 
 pytestmark = pytest.mark.timeout(120)

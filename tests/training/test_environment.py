@@ -7,9 +7,9 @@ import inspect
 import pytest
 
 from openenv_train.client import ToolCallError
-from openenv_train.core.mcp import Tool
+from openenv_train.core.mcp_types import Tool
 from openenv_train.training import make_environment_class
-from openenv_train.training.environment import tool_method
+from openenv_train.training.environment_factory import tool_method
 
 
 def test_tools_become_methods_with_schema_signatures(echo_url: str) -> None:

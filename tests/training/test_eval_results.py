@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from openenv_train.training.evals import EvalResult
+from openenv_train.training.periodic_evals import EvalResult
 
 
 def test_an_eval_result_cannot_be_changed() -> None:
@@ -19,4 +19,3 @@ def test_an_eval_result_cannot_be_changed() -> None:
         result.metrics["win"] = 1.0  # type: ignore[index]
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.step = 11  # type: ignore[misc]
-

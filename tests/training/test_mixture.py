@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 
-from openenv_train.rollout.mixture import MixtureEngine, MixtureMember, env_metric, sample_envs
+from openenv_train.rollout.mixture_engine import (
+    MixtureEngine,
+    MixtureMember,
+    env_metric,
+    sample_envs,
+)
 
 COUNTDOWN = {
     "name": "countdown",
@@ -213,7 +218,7 @@ def test_mixture_run_logs_per_env_metrics_and_curves(tmp_path) -> None:
 
 
 def test_environment_factory_dataset_routes_by_column() -> None:
-    from openenv_train.training.mixture import mixture_dataset
+    from openenv_train.training.factory_mixture import mixture_dataset
 
     ds = mixture_dataset({"guess_number": 3.0, "wordle": 1.0}, 4000, seed=5)
     envs = Counter(ds["environment"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from openenv_train.recipes.grpo_guess_number.tool_model import BOT, CHAT_TEMPLATE, DONE, corpus
-from openenv_train.rollout.mixture import env_metric
+from openenv_train.rollout.mixture_engine import env_metric
 
 ECHO_WORDS = ("hello", "world", "mixture", "tools")
 #: a response template for any one-argument tool: ``<call> NAME ARG VALUE <eos>``
@@ -81,7 +81,7 @@ def test_trl_routes_rows_to_their_env_and_logs_rewards_per_env(
     from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
     from openenv_train.recipes.grpo_guess_number.train import RESET_KEYS, environment_class
     from openenv_train.training import chat_warmup, make_environment_class, release_callback
-    from openenv_train.training.mixture import (
+    from openenv_train.training.factory_mixture import (
         env_reward_metrics,
         make_mixture_environment_factory,
         mixture_dataset,
@@ -190,7 +190,7 @@ def test_trl_routes_rows_to_their_env_and_logs_rewards_per_env(
 
 
 def test_a_mixture_factory_needs_two_envs_with_rewards() -> None:
-    from openenv_train.training.mixture import make_mixture_environment_factory
+    from openenv_train.training.factory_mixture import make_mixture_environment_factory
 
     class Env:
         def reset(self, **row: Any) -> None:

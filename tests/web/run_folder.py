@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from openenv_train.rollout.episode import EpisodeRecorder
-from openenv_train.training.evals import write_trajectories
+from openenv_train.training.periodic_evals import write_trajectories
 
 HANDS, KEPT = 12, 6
 

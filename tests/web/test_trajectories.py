@@ -10,7 +10,7 @@ import pytest
 from run_folder import HANDS, KEPT, Env, recorded_eval, tiny_policy
 
 from openenv_train.rollout import episode as episode_loop
-from openenv_train.training.evals import write_trajectories
+from openenv_train.training.periodic_evals import write_trajectories
 
 
 @pytest.fixture(scope="module")

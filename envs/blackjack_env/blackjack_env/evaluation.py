@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from openenv_train.client.sync import run_blocking
-from openenv_train.policy.base import Generation
+from openenv_train.policy.interface import Generation
 from openenv_train.rollout.batcher import GenerationBatcher
 from openenv_train.rollout.episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
 from openenv_train.rollout.tokens import TokenCodec

@@ -9,6 +9,6 @@ so it follows a run while it trains: ``metrics.jsonl`` (curves), ``trajectories/
 
 from __future__ import annotations
 
-from .app import create_viewer, run_files
+from .viewer_app import create_viewer, run_files
 
 __all__ = ["create_viewer", "run_files"]

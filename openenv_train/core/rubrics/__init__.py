@@ -6,8 +6,8 @@ object into a TRL reward function. ``LLMJudge`` (a rubric that asks a language m
 I/O) lives above the core, in ``openenv_train.judge``.
 """
 
-from .base import Rubric
 from .containers import Gate, RubricDict, RubricList, Sequential, WeightedSum
+from .rubric import Rubric
 from .trajectory import ExponentialDiscountingTrajectoryRubric, TrajectoryRubric
 
 __all__ = [

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Awaitable, Iterable, Iterator, Mapping
 from typing import Any
 
-from .base import Rubric, Score
+from .rubric import Rubric, Score
 
 
 class Sequential(Rubric):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from .base import Rubric
+from .rubric import Rubric
 
 Trajectory = list[tuple[Any, Any]]
 

@@ -13,7 +13,7 @@ Importing this package needs the ``train`` extra (trl); running it needs a vLLM 
 """
 
 from .cpu import enable_cpu_async_grpo, varlen_attention
-from .lora import async_peft_config
+from .lora_config import async_peft_config
 from .weight_transfer import ReloadWeightTransfer, WeightSyncError, weight_transfer_for
 from .worker import EngineRolloutWorker, env_rollout_worker, rollout_config_for, samples_from_group
 

@@ -31,13 +31,13 @@ from dataclasses import replace
 from typing import Any
 
 from ...client.sync import LoopThread
-from ...policy.base import Policy
+from ...policy.interface import Policy
 from ...policy.openai_policy import OpenAICompatiblePolicy
 from ...rollout.engine import RolloutEngine
 from ...rollout.episode import RolloutConfig
+from ...rollout.episode_runner import EpisodeRunner
 from ...rollout.groups import gather_or_cancel
 from ...rollout.records import EpisodeRecord
-from ...rollout.runner import EpisodeRunner
 from ...rollout.spec import TextEnvSpec
 
 

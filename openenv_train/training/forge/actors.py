@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from monarch.actor import Actor, endpoint
 
-from ...policy.base import SamplingSettings
+from ...policy.interface import SamplingSettings
 from ...rollout.spec import TextEnvSpec
 from .buffer import ReplayBuffer
 from .loss import AdaptiveEntropy, grpo_loss

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Any
 
-from ...policy.base import Generation, Policy, SamplingSettings
+from ...policy.interface import Generation, Policy, SamplingSettings
 
 
 class TokenMismatchError(RuntimeError):

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..client import MCPToolClient, ToolCallError
-from ..client.mcp import unwrap_tool_result
+from ..client.mcp_client import unwrap_tool_result
 from ..client.sync import SyncEnvClient
-from ..core.mcp import CallToolAction, CallToolObservation, Tool
+from ..core.mcp_types import CallToolAction, CallToolObservation, Tool
 
 _JSON_TYPES: dict[str, Any] = {
     "string": str,

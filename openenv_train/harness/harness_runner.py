@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import InfrastructureError
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from ..rollout.episode import RolloutConfig
+from ..rollout.episode_runner import EpisodeRunner
 from ..rollout.groups import Attempt
 from ..rollout.records import EpisodeRecord, MissingRewardError
-from ..rollout.runner import EpisodeRunner
 from .adapters import HarnessAdapter, HarnessRolloutResult, ModelStep
 from .session import ResourceSession
 

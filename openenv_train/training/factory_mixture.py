@@ -9,7 +9,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..rollout.mixture import env_metric, sample_envs
+from ..rollout.mixture_engine import env_metric, sample_envs
 
 
 def mixture_dataset(

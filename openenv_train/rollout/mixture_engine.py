@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from .engine import RolloutEngine
 from .episode import RolloutConfig
+from .episode_runner import summarize
 from .records import EpisodeRecord, RolloutBatch
-from .runner import summarize
 from .spec import TextEnvSpec
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.mcp import (
+from ..core.mcp_types import (
     RESERVED_TOOL_NAMES,
     CallToolAction,
     CallToolObservation,

@@ -27,11 +27,11 @@ from typing import Any
 
 from ..client.generic import GenericEnvClient
 from ..core.errors import EnvServerError, InfrastructureError
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from ..rollout.episode import RolloutConfig, within
+from ..rollout.episode_runner import EpisodeRunner
 from ..rollout.groups import Attempt
 from ..rollout.records import EpisodeRecord, EpisodeTimeoutError, MissingRewardError, RolloutBatch
-from ..rollout.runner import EpisodeRunner
 from .capture import CaptureTrace
 from .capture_proxy import CaptureProxy
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-from ..policy.base import Policy
+from ..policy.interface import Policy
 from .batcher import GenerationBatcher
 from .episode import RolloutConfig, within
 from .groups import Attempt, run_groups

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import OpenEnvTrainError
-from ..core.mcp import (
+from ..core.mcp_types import (
     CallToolAction,
     CallToolObservation,
     ListToolsAction,
@@ -15,7 +15,7 @@ from ..core.mcp import (
     ToolErrorType,
 )
 from ..core.models import Action, Observation, StepResult
-from .base import EnvClient
+from .env_client import EnvClient
 from .generic import GenericObservation
 from .mcp_http import JsonRpcError, McpHttpSession, mcp_url
 
