@@ -14,10 +14,10 @@ import os
 import sys
 from pathlib import Path
 
+from ..core.loopback import is_loopback
 from ..runtime.app_dir import add_app_dir
 from ..runtime.ports import free_port
 from ..server import serve
-from ..server.serve import LOOPBACK_HOSTS
 from ..server.web import WEB_ENV
 
 
@@ -46,7 +46,7 @@ def playground_on(args: argparse.Namespace) -> bool:
     """The playground at ``/web``: on for loopback unless ``--no-web``, off beyond it unless
     ``--web``; told to the app (built later, by uvicorn) through ``OPENENV_TRAIN_WEB``."""
     choice = getattr(args, "web", None)
-    on = args.host in LOOPBACK_HOSTS if choice is None else choice
+    on = is_loopback(args.host) if choice is None else choice
     os.environ[WEB_ENV] = "1" if on else "0"
     return on
 
@@ -72,7 +72,7 @@ def serve_local(app: str, env_dir: Path | None, args: argparse.Namespace) -> Non
     """Serve ``app`` (an import string) on ``args.host:args.port`` until Ctrl-C."""
     add_app_dir(env_dir if env_dir is not None else Path(args.app_dir))
     watch = module_folder(app)  # also checks that the module exists before uvicorn starts
-    if args.host not in LOOPBACK_HOSTS:
+    if not is_loopback(args.host):
         print(f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr)
     web = playground_on(args)
     port = args.port or free_port(args.host)

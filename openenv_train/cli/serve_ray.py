@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from ..core.loopback import is_loopback
 from ..runtime.signals import raise_on_stop_signals
 
 
@@ -40,7 +41,7 @@ def cmd_serve_ray(args: argparse.Namespace, error: type[Exception]) -> int:
 
     if args.replicas < 1:
         raise error(f"--replicas: {args.replicas}; start at least 1 server")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    if not is_loopback(args.host):
         raise error(
             "--host: Ray servers bind 127.0.0.1 on their node from the CLI; use the Python API "
             "(start_ray_servers(..., bind_host=..., token=...)) to serve beyond loopback"

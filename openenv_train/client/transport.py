@@ -29,9 +29,9 @@ from websockets.protocol import State as WsState
 from ..core import wire
 from ..core.auth import HideAuthorization
 from ..core.errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError
+from ..core.loopback import is_loopback
 
 _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
-_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
 
 _WS_LOG = logging.getLogger("websockets.client.openenv_train")
@@ -108,7 +108,7 @@ class WebSocketOptions:
     @property
     def loopback(self) -> bool:
         host = urlsplit(self.url).hostname or ""
-        return host in _LOOPBACK or host.startswith("127.")
+        return is_loopback(host)
 
     async def open(self, **extra: Any) -> ClientConnection:
         """Open a WebSocket to ``url``; ``extra`` goes to ``websockets``' ``connect``

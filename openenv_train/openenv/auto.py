@@ -40,6 +40,7 @@ from ..catalog import (
 )
 from ..client.env_client import EnvClient, ServerProvider
 from ..client.generic import GenericAction, GenericEnvClient
+from ..core.loopback import is_loopback
 from ..runtime.connect import container_provider as image_provider
 from ..runtime.connect import hub_provider
 from ..runtime.health import healthy
@@ -225,7 +226,6 @@ class AutoAction:
 #: seconds a ``base_url`` (``SERVER_PROBE_S``) or a hub Space (``SPACE_PROBE_S``) may take to answer
 SERVER_PROBE_S = 2.0
 SPACE_PROBE_S = 5.0
-_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 
 
 def reachable(base_url: str, timeout: float = SERVER_PROBE_S, token: str | None = None) -> bool:
@@ -271,7 +271,7 @@ def open_env(
     if base_url is not None:
         if reachable(base_url, token=kwargs.get("token")):
             return cls(base_url, **kwargs)
-        if skip_install or urlsplit(base_url).hostname not in _LOOPBACK:
+        if skip_install or not is_loopback(urlsplit(base_url).hostname):
             raise ConnectionError(
                 f"Server not available at {base_url}: GET /health did not answer 200 within "
                 f"{SERVER_PROBE_S:g} s. Start the env server there, or leave out base_url= "

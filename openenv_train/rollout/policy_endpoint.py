@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from ..core.loopback import is_loopback
 from ..policy.interface import Policy
 from ..policy.openai_wire import (
     CompletionRequest,
@@ -118,7 +119,7 @@ class PolicyEndpoint:
         max_batch_size: int = 512,
         max_wait_s: float = 0.005,
     ) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        if not is_loopback(host) and not token:
             raise ValueError(
                 f"host={host!r} exposes the policy to other machines; give token= so requests "
                 "need 'Authorization: Bearer <token>', or keep host='127.0.0.1'"

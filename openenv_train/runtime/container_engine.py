@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import InfrastructureError
+from ..core.loopback import is_loopback
 
 PROJECT = "openenv-train"
 LABEL_PROJECT = "org.openenv-train.project"
@@ -195,12 +196,12 @@ class Hardening:
             out.append("no memory limit")
         if not self.pids_limit or self.pids_limit < 0:
             out.append("no pids limit")
-        out += [f"port published on {ip or '0.0.0.0'}" for ip, _ in self.published if not _loop(ip)]
+        out += [
+            f"port published on {ip or '0.0.0.0'}"
+            for ip, _ in self.published
+            if not is_loopback(ip)
+        ]
         return out
-
-
-def _loop(ip: str) -> bool:
-    return ip in ("127.0.0.1", "::1", "localhost")
 
 
 def published_ports(attrs: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -25,12 +25,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.errors import ServerStartError
+from ..core.loopback import is_loopback
 from .health import healthy
 from .local import LocalProcessProvider, _check_app
 from .ray_cluster import RayConnection, import_ray
 from .signals import raise_on_stop_signals
 
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 PLACEMENTS = ("spread", "pack")
 
 
@@ -46,7 +46,7 @@ class EnvServerActor:
         ray = import_ray()
         url = self.provider.start()
         host = self.provider.host
-        if host not in _LOOPBACK:  # bound beyond loopback: advertise the node's address
+        if not is_loopback(host):  # bound beyond loopback: advertise the node's address
             port = urlsplit(url).port
             url = f"http://{ray.util.get_node_ip_address()}:{port}"
         return {
@@ -113,7 +113,7 @@ def check_placement(placement: Any) -> str | list[str]:
 
 def _token_for(host: str, token: str | None) -> str | None:
     token = token or os.environ.get("OPENENV_TRAIN_TOKEN") or None
-    if host not in _LOOPBACK and not token:
+    if not is_loopback(host) and not token:
         raise ValueError(
             f"bind_host={host!r} makes env servers reachable from other machines; give token= "
             "(or set OPENENV_TRAIN_TOKEN) so they require 'Authorization: Bearer <token>', or keep "

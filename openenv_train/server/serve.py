@@ -9,8 +9,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ..core.auth import TOKEN_ENV, TOKEN_FILE_ENV, token_from_env
-
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+from ..core.loopback import is_loopback
 
 #: uvicorn WebSocket implementation used by ``serve()`` and the local runtime launcher: uvicorn's
 #: sans-I/O ``websockets`` protocol minus its per-message read pause (see ``wsproto_fast``).
@@ -52,7 +51,7 @@ def ensure_token(
     if token_file is not None:
         env[TOKEN_FILE_ENV] = token_file
     token = token_from_env(env)
-    if token is not None or host in LOOPBACK_HOSTS or host.startswith("127."):
+    if token is not None or is_loopback(host):
         return token, None
     token = secrets.token_urlsafe(32)
     env[TOKEN_ENV] = token

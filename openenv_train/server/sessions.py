@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..core.errors import ErrorCode
+from ..core.loopback import is_loopback
 from .calls import EnvCalls, build_env, calls_for
 from .limits import Limits
 
@@ -160,7 +161,7 @@ class SessionManager:
         return len(self.sessions) + self._reserved
 
     def _quota_key(self, client: str | None) -> str | None:
-        if client is None or (self.limits.quota_exempt_loopback and _is_loopback(client)):
+        if client is None or (self.limits.quota_exempt_loopback and is_loopback(client)):
             return None
         if client in self._exempt:
             return None
@@ -277,10 +278,6 @@ class SessionManager:
             self._reaper = None
         for s in list(self.sessions.values()):
             await self.destroy(s)
-
-
-def _is_loopback(host: str) -> bool:
-    return host.startswith("127.") or host in ("::1", "localhost")
 
 
 def default_gateways(route_table: str = "/proc/net/route") -> list[str]:
