@@ -14,8 +14,9 @@ has its own home: rubrics ``openenv_train.core.rubrics``, the env catalog
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -64,7 +65,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "client": ("EnvClient", "MCPToolClient", "ServerUnreachableError", "ToolCallError"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+__getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal to _EXPORTS
     from .client import EnvClient, MCPToolClient, ServerUnreachableError, ToolCallError  # noqa: F401
@@ -106,20 +107,6 @@ if TYPE_CHECKING:  # what editors see; tests/core/test_package.py keeps it equal
         create_app,
         tool,
     )
-
-
-def __getattr__(name: str) -> Any:
-    # imports the one submodule that holds ``name`` on first use, so the top level stays light
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openenv_train' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
 
 
 __all__ = sorted([*_HOME, "__version__"])

@@ -14,7 +14,7 @@ fresh process every episode, which must not pay for the proxy and server imports
 
 from __future__ import annotations
 
-from typing import Any
+from .._lazy import lazy_names
 
 __all__ = [
     "AGENT_LIMITS",
@@ -47,41 +47,44 @@ __all__ = [
     "seed_of",
 ]
 
-_LAZY = {
-    "AgenticHarnessAdapter": ".agentic",
-    "HarnessConfig": ".agentic",
-    "HarnessCrashedError": ".agentic",
-    "HarnessError": ".agentic",
-    "HarnessEvent": ".agentic",
-    "HarnessEventType": ".agentic",
-    "HarnessNotRunningError": ".agentic",
-    "HarnessResponse": ".agentic",
-    "HarnessStartupError": ".agentic",
-    "HarnessTurnTimeoutError": ".agentic",
-    "ProcessHarnessAdapter": ".agentic",
-    "python_command": ".agentic",
-    "CapturedCall": ".capture",
-    "CaptureTrace": ".capture",
-    "TraceError": ".capture",
-    "CaptureProxy": ".capture_proxy",
-    "ProxyEpisode": ".capture_proxy",
-    "HarnessAction": ".harness_env",
-    "HarnessEnvironment": ".harness_env",
-    "HarnessObservation": ".harness_env",
-    "resolve_tool_conflicts": ".harness_env",
-    "LoopServer": ".loop_server",
-    "AGENT_LIMITS": ".agent_runner",
-    "AgentEpisodeError": ".agent_runner",
-    "AgentRunner": ".agent_runner",
-    "evaluate_agent": ".agent_runner",
-    "seed_of": ".agent_runner",
-    "ToolBridge": ".tool_bridge",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "agentic": (
+        "AgenticHarnessAdapter",
+        "HarnessConfig",
+        "HarnessCrashedError",
+        "HarnessError",
+        "HarnessEvent",
+        "HarnessEventType",
+        "HarnessNotRunningError",
+        "HarnessResponse",
+        "HarnessStartupError",
+        "HarnessTurnTimeoutError",
+        "ProcessHarnessAdapter",
+        "python_command",
+    ),
+    "capture": (
+        "CapturedCall",
+        "CaptureTrace",
+        "TraceError",
+    ),
+    "capture_proxy": (
+        "CaptureProxy",
+        "ProxyEpisode",
+    ),
+    "harness_env": (
+        "HarnessAction",
+        "HarnessEnvironment",
+        "HarnessObservation",
+        "resolve_tool_conflicts",
+    ),
+    "loop_server": ("LoopServer",),
+    "agent_runner": (
+        "AGENT_LIMITS",
+        "AgentEpisodeError",
+        "AgentRunner",
+        "evaluate_agent",
+        "seed_of",
+    ),
+    "tool_bridge": ("ToolBridge",),
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)

@@ -9,8 +9,9 @@ observation, and the network I/O of asking a model lives here. The names load la
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "llm_judge": ("CompletionClient", "LLMJudge"),
@@ -23,7 +24,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "create_llm_client",
     ),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
+__getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from .llm_client import (  # noqa: F401
@@ -35,19 +36,6 @@ if TYPE_CHECKING:
         create_llm_client,
     )
     from .llm_judge import CompletionClient, LLMJudge  # noqa: F401
-
-
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
 
 
 __all__ = sorted(_HOME)

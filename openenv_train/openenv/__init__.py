@@ -20,8 +20,7 @@ The names load lazily (module ``__getattr__``): asking for one name imports only
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_names
 
 # submodule -> the OpenEnv names it provides; the one list of what ``openenv_train.openenv`` exports
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -37,21 +36,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "docker": ("ContainerNotReadyError", "LocalDockerProvider"),
     "evals": ("EvalConfig", "EvalHarness", "EvalResult", "InspectAIHarness", "PassAtKHarness"),
 }
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    # imports the one submodule that holds ``name`` on first use
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)
 
 
 __all__ = sorted(_HOME)

@@ -5,8 +5,7 @@ Heavy dependencies (torch, transformers, httpx, vllm) load only when a backend i
 
 from __future__ import annotations
 
-from typing import Any
-
+from .._lazy import lazy_names
 from .interface import Generation, Policy, SamplingSettings
 
 __all__ = [
@@ -19,17 +18,12 @@ __all__ = [
     "VLLMEnginePolicy",
 ]
 
-_LAZY = {
-    "TransformersPolicy": ".transformers_policy",
-    "OpenAICompatiblePolicy": ".openai_policy",
-    "VLLMEnginePolicy": ".vllm_policy",
-    "TRLVLLMPolicy": ".vllm_policy",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "transformers_policy": ("TransformersPolicy",),
+    "openai_policy": ("OpenAICompatiblePolicy",),
+    "vllm_policy": (
+        "VLLMEnginePolicy",
+        "TRLVLLMPolicy",
+    ),
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)
