@@ -95,7 +95,9 @@ def _comments(cls: type) -> dict[str, str]:
         if tok.type == tokenize.COMMENT:
             by_line[tok.start[0]] = tok.string.lstrip("#:").strip()
     found: dict[str, str] = {}
-    for node in ast.parse(source).body[0].body:  # type: ignore[attr-defined]
+    [class_def] = ast.parse(source).body
+    assert isinstance(class_def, ast.ClassDef), class_def  # inspect.getsource of a class
+    for node in class_def.body:
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
             continue
         above, line = [], node.lineno - 1

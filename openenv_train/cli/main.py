@@ -113,18 +113,20 @@ def _load_with_overrides(recipe: Any, path: Path, raw: dict[str, Any], sets: lis
 
 def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
     """``--resume``: continue the config's run folder (or RUN_DIR) from its last checkpoint."""
-    if not hasattr(cfg, "resume"):
+    from ..training.config import RunConfig  # the schema every resumable recipe's config extends
+
+    if not isinstance(cfg, RunConfig):
         raise CLIError(f"--resume: recipe {recipe!r} cannot resume a run")
     if isinstance(run_dir, str):
         folder = Path(run_dir)
-        cfg.output_dir, cfg.name = str(folder.parent), folder.name  # type: ignore[attr-defined]
-    folder = Path(cfg.output_dir) / cfg.name  # type: ignore[attr-defined]
+        cfg.output_dir, cfg.name = str(folder.parent), folder.name
+    folder = Path(cfg.output_dir) / cfg.name
     if not any((folder / "trainer").glob("checkpoint-*")):
         raise CLIError(
             f"--resume: {folder} has no checkpoint to continue from ({folder}/trainer/checkpoint-N "
             "is written at periodic evals and on Ctrl-C); train without --resume to start the run"
         )
-    cfg.resume = True  # type: ignore[attr-defined]
+    cfg.resume = True
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

@@ -162,6 +162,8 @@ class RayServerGroup:
         self.connection = connection
         self.servers: list[RayServer] = []
         self.stats = {"servers_started": 0, "servers_dead": 0, "servers_replaced": 0}
+        #: seconds start_ray_servers took, the cluster connection included (None: not started so)
+        self.startup_s: float | None = None
         self._placed = 0
 
     @property
@@ -372,5 +374,5 @@ def start_ray_servers(
     except BaseException:
         connection.close()
         raise
-    group.startup_s = time.perf_counter() - started  # type: ignore[attr-defined]
+    group.startup_s = time.perf_counter() - started
     return group
