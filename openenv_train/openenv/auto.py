@@ -39,13 +39,14 @@ from ..catalog import (
     names_for_hub_id,
 )
 from ..client.env_client import EnvClient, ServerProvider
-from ..client.generic import GenericAction, GenericEnvClient
+from ..client.generic import GenericAction
 from ..core.loopback import is_loopback
 from ..runtime.connect import container_provider as image_provider
 from ..runtime.connect import hub_provider
 from ..runtime.health import healthy
 from ..runtime.hub import HubUnreachableError, space_subdomain
 from ..runtime.local import LocalProcessProvider
+from .client import GenericEnvClient
 from .client import client_kwargs as native_client_kwargs
 
 __all__ = [

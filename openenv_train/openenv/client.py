@@ -167,6 +167,7 @@ class OpenEnvClientMixin(_Base):
             native["mode"] = resolved
         super().__init__(base_url, provider=provider, **native)
         self.mode = resolved
+        self._mode = resolved  # where OpenEnv's clients keep it (its tests read it)
         self._start_on_connect = start_later
         self._token_given = native.get("token") is not None
 
