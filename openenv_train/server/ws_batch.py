@@ -14,10 +14,10 @@ connection (same checks, same errors, same limits). Every sub-frame a message ca
 one rate-limit token, whether it runs or the message is refused. A new, larger ``session``
 number opens a session (capacity and quotas apply); its later sub-frames, in this message or
 the next, wait for the session and run in order, as on a one-session connection (a refused
-opening answers its first sub-frame with the refusal, the others ``SESSION_ERROR``). A number that was closed, refused or reaped is
-answered ``SESSION_ERROR`` and never reused. ``close`` ends one session and has no reply.
-Replies are sent as their sessions finish, every reply ready in one event-loop turn in one
-message, so a slow session never holds up a quick one.
+opening answers its first sub-frame with the refusal, the others ``SESSION_ERROR``). A number
+that was closed, refused or reaped is answered ``SESSION_ERROR`` and never reused. ``close``
+ends one session and has no reply. Replies are sent as their sessions finish, every reply
+ready in one event-loop turn in one message, so a slow session never holds up a quick one.
 """
 
 from __future__ import annotations
