@@ -31,6 +31,14 @@ except ImportError:  # pragma: no cover - orjson is a dependency; kept strict wi
 
     JSONDecodeError = (json.JSONDecodeError, ValueError)
 
+
+def too_deep(exc: Exception) -> bool:
+    """Whether a parse error is the parser refusing to nest further (orjson stops at 1,024
+    levels): the input is too deep, which is a ``VALIDATION_ERROR`` (past 64 levels), not bad
+    JSON."""
+    return str(exc).startswith("depth limit exceeded")
+
+
 #: Characters of a bad input (or of a field name) echoed back in an error reply.
 ECHO_CHARS = 64
 #: Errors listed per reply; the rest are counted.

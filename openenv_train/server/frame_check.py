@@ -78,11 +78,14 @@ class FrameCheck:
         return 0.0
 
     def charge(self, messages: int) -> float:
-        """Spend ``messages`` more tokens (a batch's extra sub-frames); the seconds to wait."""
-        wait = 0.0
-        for _ in range(messages):  # the last delay covers them all
-            wait = self.limiter.delay()
-        return wait
+        """Spend ``messages`` more tokens at once (a batch message's sub-frames after its first,
+        whether they run or the message is refused); the seconds to wait."""
+        if messages <= 0:
+            return 0.0
+        limiter = self.limiter
+        limiter.delay()  # refills the bucket to now and spends the first
+        tokens = limiter.tokens = limiter.tokens - (messages - 1)
+        return 0.0 if tokens >= 0.0 else -tokens / limiter.rate
 
     def gone(self) -> bool:
         """Whether the connection's session was closed (asked again after a rate-limit wait)."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .encoding import JSONDecodeError, bounded_text, loads
+from .encoding import JSONDecodeError, bounded_text, loads, too_deep
 from .limits import Limits
 
 Scope = dict[str, Any]
@@ -31,6 +31,12 @@ MAX_JSON_DEPTH = 64
 _AUTH_HINT = (
     "missing or wrong bearer token: send 'Authorization: Bearer <token>' (clients: token= or the "
     "OPENENV_TRAIN_TOKEN variable)"
+)
+
+
+_TWO_FRAMINGS = (
+    "the request has both Content-Length and Transfer-Encoding; send one of them (the "
+    "connection is closed: RFC 9112 section 6.3)"
 )
 
 
@@ -114,14 +120,21 @@ class Gate:
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.limits.max_body_bytes
+        declared: int | None = None
+        chunked = False
         for name, value in scope.get("headers") or ():
             if name == b"content-length":
                 try:
                     declared = int(value)
                 except ValueError:
                     raise _Refusal(400, "BAD_REQUEST", "Content-Length is not a number") from None
-                if declared > limit:
-                    raise _Refusal(413, "TOO_LARGE", _too_large(limit, declared))
+            elif name == b"transfer-encoding":
+                chunked = True
+        if declared is not None:
+            if chunked:  # two framings: a request could hide behind the body (RFC 9112 6.3)
+                raise _Refusal(400, "BAD_REQUEST", _TWO_FRAMINGS)
+            if declared > limit:
+                raise _Refusal(413, "TOO_LARGE", _too_large(limit, declared))
         try:
             return await asyncio.wait_for(_collect(receive, limit), self.limits.request_timeout_s)
         except asyncio.TimeoutError:
@@ -199,7 +212,9 @@ def _check_json(body: bytes) -> None:
     try:
         value = loads(body)
     except JSONDecodeError as exc:
-        raise _InvalidJSON(_json_invalid(bounded_text(str(exc), 200))) from None
+        if not too_deep(exc):
+            raise _InvalidJSON(_json_invalid(bounded_text(str(exc), 200))) from None
+        value, deep = None, True
     except RecursionError:
         value = None
         deep = True

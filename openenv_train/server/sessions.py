@@ -11,6 +11,7 @@ only creates sessions cannot lock the others out.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -154,6 +155,7 @@ class SessionManager:
         self._reserved = 0
         self._exempt = frozenset(default_gateways()) if self.limits.quota_exempt_gateway else ()
         self._reaper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # envs built for requesters who left
         self.reaped = 0
 
     @property
@@ -182,23 +184,49 @@ class SessionManager:
                 raise QuotaError(key, held, limit)
             self.per_client[key] = held + 1
         self._reserved += 1
+        build = asyncio.ensure_future(build_env(self.env_factory))
         try:
             try:
-                env = await build_env(self.env_factory)
+                env = await asyncio.shield(build)
+            except asyncio.CancelledError:
+                # the requester left mid-build (a client that hung up): the build runs on (a
+                # sync factory can't be stopped in its thread), then its env is closed and
+                # its slot freed, never leaked
+                build.add_done_callback(functools.partial(self._abandoned, kind, key))
+                raise
             except Exception as exc:
                 log.exception("env factory failed")
                 raise FactoryError(factory_name(self.env_factory), exc) from exc
-            sid = uuid.uuid4().hex
-            session = Session(sid, env, kind, key)
-            self.sessions[sid] = session
+            session = Session(uuid.uuid4().hex, env, kind, key)
+        except asyncio.CancelledError:
+            raise  # the slot and the quota are freed by ``_abandoned``
         except BaseException:
+            self._reserved -= 1
             if key is not None:
                 self._release(key)
             raise
-        finally:
-            self._reserved -= 1
+        self._reserved -= 1
+        self.sessions[session.id] = session
         self._ensure_reaper()
         return session
+
+    def _abandoned(self, kind: str, key: str | None, build: asyncio.Future[Any]) -> None:
+        """A build nobody waits for any more finished: close its env, free its slot."""
+        self._reserved -= 1
+        if build.cancelled() or build.exception() is not None:
+            if key is not None:
+                self._release(key)
+            return
+        try:
+            session = Session("", build.result(), kind, key)  # destroy() releases ``key``
+        except Exception:
+            log.exception("abandoned env is not an environment")
+            if key is not None:
+                self._release(key)
+            return
+        task = asyncio.get_running_loop().create_task(self.destroy(session))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def all_stuck(self, after_s: float) -> bool:
         """At capacity, and every session has been inside one call for over ``after_s``: no new

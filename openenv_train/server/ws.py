@@ -25,7 +25,14 @@ from ..core.wire import (
     parse_action,
     state_frame_json,
 )
-from .encoding import JSONDecodeError, bounded_text, describe_errors, errors_list, loads
+from .encoding import (
+    JSONDecodeError,
+    bounded_text,
+    describe_errors,
+    errors_list,
+    loads,
+    too_deep,
+)
 from .frame_check import CLOSE, FrameCheck
 from .guard import MAX_JSON_DEPTH, json_depth_exceeds
 from .jsonrpc import McpHandler
@@ -145,6 +152,8 @@ class WebSocketEndpoint:
         try:
             msg = loads(text)
         except JSONDecodeError as exc:
+            if too_deep(exc):
+                return _too_deep()
             return error_frame_json(
                 ErrorCode.INVALID_JSON, f"Invalid JSON: {bounded_text(str(exc), 200)}"
             )

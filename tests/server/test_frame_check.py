@@ -70,7 +70,9 @@ async def test_every_kind_closes_1009_on_an_oversize_message(serve_app, ws):
 
 @pytest.mark.parametrize("ws", PATHS)
 async def test_mcp_websocket_session_reaped_under_it_answers_gone_and_closes(serve_app, ws):
-    app = create_app(GameTools, CallToolAction, CallToolObservation, session_timeout=0.3)
+    app = create_app(
+        GameTools, CallToolAction, CallToolObservation, limits=Limits(session_timeout_s=0.3)
+    )
     s = serve_app(app, ws=ws)
     async with websockets.connect(s.ws_url.replace("/ws", "/mcp")) as c:
         listed = await rpc(c, {"jsonrpc": "2.0", "method": "tools/list", "id": 1})
