@@ -28,7 +28,8 @@ from websockets.protocol import State as WsState
 
 from ..core import wire
 from ..core.auth import HideAuthorization
-from ..core.errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError
+from ..core.errors import CapacityReachedError, RequestTimeoutError
+from .errors import ServerUnreachableError as ServerUnreachableError
 
 _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -36,10 +37,6 @@ _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
 
 _WS_LOG = logging.getLogger("websockets.client.openenv_train")
 _WS_LOG.addFilter(HideAuthorization())
-
-
-class ServerUnreachableError(ConnectionLostError):
-    """No WebSocket session could be opened (nothing listening, refused handshake, bad URL)."""
 
 
 class Transport(Protocol):

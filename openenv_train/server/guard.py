@@ -15,6 +15,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .encoding import JSONDecodeError, bounded_text, loads
+from .errors import _Disconnected as _Disconnected
+from .errors import _InvalidJSON as _InvalidJSON
+from .errors import _Refusal as _Refusal
 from .limits import Limits
 
 Scope = dict[str, Any]
@@ -32,12 +35,6 @@ _AUTH_HINT = (
     "missing or wrong bearer token: send 'Authorization: Bearer <token>' (clients: token= or the "
     "OPENENV_TRAIN_TOKEN variable)"
 )
-
-
-class _Refusal(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -131,16 +128,6 @@ class Gate:
                 f"the request body did not arrive within request_timeout_s="
                 f"{self.limits.request_timeout_s}s",
             ) from None
-
-
-class _Disconnected(Exception):
-    pass
-
-
-class _InvalidJSON(Exception):
-    def __init__(self, body: bytes) -> None:
-        super().__init__("invalid JSON")
-        self.body = body
 
 
 async def _collect(receive: Receive, limit: int) -> bytes:
