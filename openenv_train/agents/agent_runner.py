@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..client.generic import GenericEnvClient
-from ..core.errors import EnvServerError, InfrastructureError
+from ..core.errors import EnvServerError
 from ..policy.interface import Policy
 from ..rollout.episode import RolloutConfig, within
 from ..rollout.episode_runner import EpisodeRunner
@@ -34,6 +34,7 @@ from ..rollout.groups import Attempt
 from ..rollout.records import EpisodeRecord, EpisodeTimeoutError, MissingRewardError, RolloutBatch
 from .capture import CaptureTrace
 from .capture_proxy import CaptureProxy
+from .errors import AgentEpisodeError as AgentEpisodeError
 
 #: Limits for agent episodes when no config is given: ``max_turns`` counts the messages sent
 #: to the agent, ``max_new_tokens`` caps each of its model calls, ``client_timeout_s`` bounds
@@ -48,10 +49,6 @@ AGENT_LIMITS = RolloutConfig(
     max_episode_retries=1,
     group_retries=0,
 )
-
-
-class AgentEpisodeError(InfrastructureError):
-    """An agent episode failed on infrastructure (env, harness process, proxy): never a reward."""
 
 
 def seed_of(prompt: Any) -> int:

@@ -33,28 +33,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..core.errors import InfrastructureError
 from ..core.mcp_types import Tool
-
-
-class HarnessError(InfrastructureError):
-    """Base of every harness failure; an infrastructure error, never a reward."""
-
-
-class HarnessStartupError(HarnessError):
-    """The harness program failed to start or to report ready in time."""
-
-
-class HarnessNotRunningError(HarnessError):
-    """A turn needs a running harness and none is alive (call reset() first)."""
-
-
-class HarnessTurnTimeoutError(HarnessError):
-    """One conversational turn ran past its wall-clock budget."""
-
-
-class HarnessCrashedError(HarnessError):
-    """The harness program exited or broke the event protocol during a turn."""
+from .errors import HarnessCrashedError as HarnessCrashedError
+from .errors import HarnessError as HarnessError
+from .errors import HarnessNotRunningError as HarnessNotRunningError
+from .errors import HarnessStartupError as HarnessStartupError
+from .errors import HarnessTurnTimeoutError as HarnessTurnTimeoutError
 
 
 class HarnessEventType(str, Enum):

@@ -16,10 +16,7 @@ from typing import Any
 
 from ..rollout.records import EpisodeRecord
 from ..rollout.tokens import EpisodeTokens
-
-
-class TraceError(ValueError):
-    """A trace cannot become the requested training row (names the call and the fix)."""
+from .errors import TraceError as TraceError
 
 
 @dataclass

@@ -17,11 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .errors import UnknownConfigError as UnknownConfigError
+
 SHIPPED = Path(__file__).parent.parent / "configs"
-
-
-class UnknownConfigError(LookupError):
-    """Neither a YAML file nor the name of a shipped config; the message lists the names."""
 
 
 def shipped_configs() -> dict[str, Path]:

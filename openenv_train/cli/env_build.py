@@ -18,6 +18,7 @@ from typing import Any
 import openenv_train
 
 from ..runtime import container_engine as ce
+from .errors import BuildError as BuildError
 
 IGNORE = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".venv", ".git", ".pytest_cache", "build", "dist"
@@ -40,10 +41,6 @@ def local_base_image(engine: str = "docker") -> str | None:
     except Exception:  # no engine, or no such image: nothing local to fall back on
         return None
     return LOCAL_BASE_IMAGE
-
-
-class BuildError(RuntimeError):
-    """The image did not build; the message carries the failing step's output."""
 
 
 def env_package(path: Path) -> str:

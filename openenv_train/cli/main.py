@@ -40,16 +40,13 @@ from .configs_cmd import UnknownConfigError, resolve_config
 from .configs_cmd import register as register_configs
 from .curve_cmd import register as register_curve
 from .envs_cmd import register as register_envs
+from .errors import CLIError as CLIError
 from .export_cmd import register as register_export
 from .overrides import OverrideError, apply_overrides, check_resume_config
 from .passk_cmd import add_eval_arguments, passk
 from .passk_cmd import register as register_replay
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
-
-
-class CLIError(Exception):
-    """A user mistake on the command line; printed without a traceback, exit status 2."""
 
 
 def cmd_train(args: argparse.Namespace) -> int:

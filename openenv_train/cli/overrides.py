@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from .errors import OverrideError as OverrideError
+
 #: Keys a resume may change: how long to go on, where and how to report. Any other change
 #: (learning rate, model, env) would make the continued run a different experiment.
 RESUMABLE_CHANGES = frozenset(
@@ -28,10 +30,6 @@ RESUMABLE_CHANGES = frozenset(
 
 
 FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
-
-
-class OverrideError(ValueError):
-    """A ``--set`` that is not ``KEY=VALUE``, or a ``--resume`` of a changed config."""
 
 
 def apply_overrides(data: dict[str, Any], sets: list[str]) -> dict[str, Any]:

@@ -26,11 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .errors import RecipeError as RecipeError
+
 GROUP = "openenv_train.recipes"
-
-
-class RecipeError(LookupError):
-    """No such recipe, or a recipe that does not follow the contract above."""
 
 
 @dataclass(frozen=True)

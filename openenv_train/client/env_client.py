@@ -34,6 +34,7 @@ from ..core.errors import (
 )
 from ..core.models import Action, ActT, Observation, ObsT, State, StateT, StepResult
 from .batch import BatchTransport
+from .errors import UnexpectedFrameError as UnexpectedFrameError
 from .transport import Transport, WebSocketOptions, WebSocketTransport, close_text, to_ws_url
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ if TYPE_CHECKING:
 _STATE_TEXT = json.dumps(wire.STATE_FRAME)
 
 ClientT = TypeVar("ClientT", bound="EnvClient[Any, Any, Any]")
-
-
-class UnexpectedFrameError(InfrastructureError):
-    """The server answered with a frame that is not the reply the protocol promises."""
 
 
 class ServerProvider(Protocol):

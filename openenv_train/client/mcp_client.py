@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import OpenEnvTrainError
 from ..core.mcp_types import (
     CallToolAction,
     CallToolObservation,
@@ -16,24 +15,11 @@ from ..core.mcp_types import (
 )
 from ..core.models import Action, Observation, StepResult
 from .env_client import EnvClient
+from .errors import ToolCallError as ToolCallError
 from .generic import GenericObservation
-from .mcp_http import JsonRpcError, McpHttpSession, mcp_url
+from .mcp_http import JsonRpcCallError, McpHttpSession, mcp_url
 
 MCP_MODES = ("simulation", "production")
-
-
-class ToolCallError(OpenEnvTrainError, RuntimeError):
-    """A tool call came back with an error (unknown tool, bad arguments, the tool raised...).
-
-    A ``RuntimeError``, as OpenEnv's ``call_tool`` raises, so ``except RuntimeError`` keeps working.
-    """
-
-    def __init__(self, tool_name: str, error_type: ToolErrorType | str, message: str) -> None:
-        self.tool_name = tool_name
-        self.error_type = error_type
-        self.message = message
-        kind = error_type.value if isinstance(error_type, ToolErrorType) else error_type
-        super().__init__(f"tool {tool_name!r} failed ({kind}): {message}")
 
 
 def _tool(data: dict[str, Any]) -> Tool:
@@ -157,7 +143,7 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
         if self.mode == "production":
             try:
                 return [_tool(t) for t in await self._http_mcp.list_tools()]
-            except JsonRpcError as exc:
+            except JsonRpcCallError as exc:
                 raise ToolCallError("list_tools", "jsonrpc_error", exc.message) from exc
         obs = (await self.step(ListToolsAction())).observation
         if not isinstance(obs, ListToolsObservation):
@@ -177,7 +163,7 @@ class MCPToolClient(EnvClient[Action, Observation, Any]):
         if self.mode == "production":
             try:
                 return unwrap_tool_result(await self._http_mcp.call_tool(name, arguments))
-            except JsonRpcError as exc:
+            except JsonRpcCallError as exc:
                 data = exc.data if isinstance(exc.data, dict) else {}
                 raise ToolCallError(
                     name, data.get("error_type", "jsonrpc_error"), exc.message

@@ -16,21 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from ..core.auth import client_token
-from ..core.errors import InfrastructureError
-
-
-class McpHttpError(InfrastructureError):
-    """``/mcp`` could not be reached or answered something that is not JSON-RPC."""
-
-
-class JsonRpcError(Exception):
-    """A JSON-RPC error reply: ``code``, ``message`` and ``data`` as the server sent them."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"JSON-RPC error {code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
+from .errors import JsonRpcCallError as JsonRpcCallError
+from .errors import McpHttpError as McpHttpError
 
 
 def mcp_url(base_url: str) -> str:
@@ -66,7 +53,7 @@ class McpHttpSession:
         self._lock = asyncio.Lock()
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send one JSON-RPC request; return ``result`` or raise :class:`JsonRpcError`."""
+        """Send one JSON-RPC request; return ``result`` or raise :class:`JsonRpcCallError`."""
         body = {"jsonrpc": "2.0", "method": method, "params": params or {}, "id": next(self._ids)}
         if self._http is None:
             self._http = httpx.AsyncClient(
@@ -88,7 +75,9 @@ class McpHttpSession:
             raise McpHttpError(f"POST {self.url} ({method}) did not answer JSON-RPC: {reply!r}")
         if "error" in reply:
             err = reply["error"] or {}
-            raise JsonRpcError(int(err.get("code", 0)), str(err.get("message")), err.get("data"))
+            raise JsonRpcCallError(
+                int(err.get("code", 0)), str(err.get("message")), err.get("data")
+            )
         return reply["result"]
 
     async def ensure(self) -> str:
@@ -114,7 +103,7 @@ class McpHttpSession:
             if sid is not None:
                 try:
                     await self.request("openenv/session/close", {"session_id": sid})
-                except (JsonRpcError, McpHttpError):
+                except (JsonRpcCallError, McpHttpError):
                     pass  # already gone (reaped, server stopped): nothing left to free
         finally:
             http, self._http = self._http, None

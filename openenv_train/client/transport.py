@@ -28,18 +28,15 @@ from websockets.protocol import State as WsState
 
 from ..core import wire
 from ..core.auth import HideAuthorization
-from ..core.errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError
+from ..core.errors import CapacityReachedError, RequestTimeoutError
 from ..core.loopback import is_loopback
+from .errors import ServerUnreachableError as ServerUnreachableError
 
 _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
 _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
 
 _WS_LOG = logging.getLogger("websockets.client.openenv_train")
 _WS_LOG.addFilter(HideAuthorization())
-
-
-class ServerUnreachableError(ConnectionLostError):
-    """No WebSocket session could be opened (nothing listening, refused handshake, bad URL)."""
 
 
 class Transport(Protocol):

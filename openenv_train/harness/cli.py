@@ -20,14 +20,10 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.errors import InfrastructureError
 from ..rollout.episode import RolloutConfig
 from .adapters import HarnessAdapter, HarnessRolloutResult, ToolTraceEntry
+from .errors import HarnessProcessError as HarnessProcessError
 from .session import ResourceSession, to_text
-
-
-class HarnessProcessError(InfrastructureError):
-    """The external harness program failed (non-zero exit, timeout, or it could not start)."""
 
 
 class CLIHarnessAdapter(HarnessAdapter):

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.errors import ServerStartError
 from ..runtime.container import ContainerProvider
 from ..runtime.health import wait_healthy
-
-
-class ContainerNotReadyError(ServerStartError, TimeoutError):
-    """The container's server did not answer ``/health`` in time (a TimeoutError, as in OpenEnv)."""
+from .errors import ContainerNotReadyError as ContainerNotReadyError
 
 
 class LocalDockerProvider:

@@ -28,31 +28,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import InfrastructureError
+from .errors import OpenAIRequestError as OpenAIRequestError
 from .interface import SamplingSettings
 
 #: Most prompts one completions request may carry.
 MAX_PROMPTS = 4096
 
 # ---- errors ----------------------------------------------------------------------------------
-
-
-class OpenAIRequestError(Exception):
-    """A request a server refuses: ``status``, ``param`` and an OpenAI error ``type``."""
-
-    def __init__(
-        self, message: str, *, param: str | None = None, status: int = 400, kind: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
-        self.kind = kind or ("invalid_request_error" if status < 500 else "server_error")
-
-    def body(self) -> dict[str, Any]:
-        """OpenAI's error body: ``{"error": {"message", "type", "param", "code"}}``."""
-        return {
-            "error": {"message": self.message, "type": self.kind, "param": self.param, "code": None}
-        }
 
 
 def parse_request(model: type[BaseModel], body: Any) -> Any:

@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import InfrastructureError
-
-
-class NoLiveServerError(InfrastructureError):
-    """Every env server of the pool is refusing connections."""
+from .errors import NoLiveServerError as NoLiveServerError
 
 
 @dataclass

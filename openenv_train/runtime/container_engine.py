@@ -22,8 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InfrastructureError
 from ..core.loopback import is_loopback
+from .errors import CleanupError as CleanupError
+from .errors import EngineError as EngineError
 
 PROJECT = "openenv-train"
 LABEL_PROJECT = "org.openenv-train.project"
@@ -35,14 +36,6 @@ LABEL_RUN_ID = "org.openenv-train.run-id"
 NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 DOCKER_SOCKET = "unix:///var/run/docker.sock"
 PODMAN_SOCKET = "unix:///run/podman/podman.sock"
-
-
-class EngineError(InfrastructureError):
-    """The container engine is unreachable or refused a request (never a reward of 0)."""
-
-
-class CleanupError(EngineError):
-    """A container is still listed after it was removed."""
 
 
 def engine_url(engine: str) -> str:

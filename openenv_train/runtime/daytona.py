@@ -36,8 +36,9 @@ from typing import Any, ClassVar
 import yaml
 
 from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_server_token
-from ..core.errors import ServerStartError
 from .dockerfile_reader import DockerfileImage, read_dockerfile, strip_buildkit_mounts
+from .errors import SandboxError as SandboxError
+from .errors import SandboxTimeoutError as SandboxTimeoutError
 from .health import Provider, wait_healthy
 from .launch import serve_argv
 
@@ -49,14 +50,6 @@ PREVIEW_TTL_S = 86400  # Daytona's longest-lived signed preview URL: 24 h
 EXEC_TIMEOUT_S = 10
 LOG_LINES = 50
 API_KEY_ENV = "DAYTONA_API_KEY"
-
-
-class SandboxError(ServerStartError, RuntimeError):
-    """The sandbox or its server failed (create refused, server died); carries the server log."""
-
-
-class SandboxTimeoutError(SandboxError, TimeoutError):
-    """The sandbox's server did not answer ``/health`` within ``startup_timeout``."""
 
 
 def load_sdk() -> ModuleType:

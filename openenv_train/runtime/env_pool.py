@@ -19,13 +19,9 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
-from ..core.errors import InfrastructureError
+from .errors import PoolClosedError as PoolClosedError
 from .health import health
 from .signals import raise_on_stop_signals
-
-
-class PoolClosedError(InfrastructureError):
-    """The pool was closed; no server can be acquired from it."""
 
 
 class _Slot:

@@ -19,16 +19,11 @@ import re
 from typing import Any
 
 from ..catalog import UnknownEnvError, get_entry, hub_repo_id, names_for_hub_id
-from ..core.errors import ServerStartError
 from . import container_engine as ce
 from .container import ContainerProvider
+from .errors import HubUnreachableError as HubUnreachableError
 from .health import Provider
 from .local import LocalProcessProvider
-
-
-class HubUnreachableError(ServerStartError):
-    """The env is not local and the hub could not be reached (no network, unknown Space...)."""
-
 
 catalog_names = names_for_hub_id  # the name this module gave it first
 

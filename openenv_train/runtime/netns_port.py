@@ -20,12 +20,10 @@ import socket
 import threading
 from contextlib import suppress
 
+from .errors import NetnsPortError as NetnsPortError
+
 _CLONE_NEWNET = 0x40000000
 _CHUNK = 256 * 1024
-
-
-class NetnsPortError(OSError):
-    """The namespace cannot be entered (not root, or the container is gone)."""
 
 
 def _enter(ns_fd: int) -> None:

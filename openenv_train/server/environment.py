@@ -7,18 +7,10 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic
 
 from ..core.models import ActT, EnvironmentMetadata, ObsT, State, StateT
+from .errors import NoEpisodeError as NoEpisodeError
 
 if TYPE_CHECKING:
     from ..core.rubrics import Rubric
-
-
-class NoEpisodeError(RuntimeError):
-    """Raise from ``step`` when no episode is in progress (no ``reset`` yet, or the last one ended).
-
-    Over ``/ws`` and ``/mcp`` it is an ``EXECUTION_ERROR`` like any other exception; over HTTP
-    ``/step``, where every request gets a fresh env that no ``/reset`` started, it becomes a 409
-    that points the client to the ``/ws`` or ``/mcp`` sessions.
-    """
 
 
 class Transform(ABC, Generic[ObsT]):

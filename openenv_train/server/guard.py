@@ -15,6 +15,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .encoding import JSONDecodeError, bounded_text, loads, too_deep
+from .errors import _Disconnected as _Disconnected
+from .errors import _InvalidJSON as _InvalidJSON
+from .errors import _Refusal as _Refusal
 from .limits import Limits
 
 Scope = dict[str, Any]
@@ -38,12 +41,6 @@ _TWO_FRAMINGS = (
     "the request has both Content-Length and Transfer-Encoding; send one of them (the "
     "connection is closed: RFC 9112 section 6.3)"
 )
-
-
-class _Refusal(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -144,16 +141,6 @@ class Gate:
                 f"the request body did not arrive within request_timeout_s="
                 f"{self.limits.request_timeout_s}s",
             ) from None
-
-
-class _Disconnected(Exception):
-    pass
-
-
-class _InvalidJSON(Exception):
-    def __init__(self, body: bytes) -> None:
-        super().__init__("invalid JSON")
-        self.body = body
 
 
 async def _collect(receive: Receive, limit: int) -> bytes:

@@ -18,69 +18,21 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core.errors import ErrorCode
 from ..core.loopback import is_loopback
 from .calls import EnvCalls, build_env, calls_for
+from .errors import CapacityError as CapacityError
+from .errors import FactoryError as FactoryError
+from .errors import QuotaError as QuotaError
+from .errors import SessionRefused as SessionRefused
 from .limits import Limits
 
 log = logging.getLogger("openenv_train.server")
-
-
-class SessionRefused(Exception):
-    """A new session was refused; ``code`` and ``data`` go on the wire as they are."""
-
-    code = ErrorCode.CAPACITY_REACHED
-
-    def __init__(self, message: str, data: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.data = data
-
-    def rpc_data(self) -> dict[str, Any]:
-        """JSON-RPC ``error.data``: OpenEnv's exact shape for capacity, our code added otherwise."""
-        if self.code is ErrorCode.CAPACITY_REACHED:
-            return dict(self.data)
-        return {"code": self.code.value, **self.data}
-
-
-class CapacityError(SessionRefused):
-    """The server holds ``max_sessions`` sessions (OpenEnv's ``CAPACITY_REACHED``)."""
-
-    def __init__(self, active: int, limit: int) -> None:
-        super().__init__(
-            f"Server at capacity: {active}/{limit} sessions active. Close an idle session, "
-            "retry later, or start the server with a larger max_sessions.",
-            {"active_sessions": active, "max_sessions": limit},
-        )
-        self.active_sessions = active
-        self.max_sessions = limit
-
-
-class QuotaError(SessionRefused):
-    """This client address holds its share of the sessions; the server itself has room."""
-
-    code = ErrorCode.QUOTA_EXCEEDED
-
-    def __init__(self, client: str, held: int, limit: int) -> None:
-        super().__init__(
-            f"Client {client} holds {held} sessions, its limit (max_sessions_per_client, capped "
-            f"at half of max_sessions: {limit}); close one first, or start the server with a "
-            "larger Limits(max_sessions_per_client=...) and max_sessions",
-            {"held_sessions": held, "max_sessions_per_client": limit},
-        )
 
 
 def client_quota(max_sessions: int, per_client: int) -> int:
     """Sessions one client address may hold: its limit, and never more than half the capacity
     (rounded up), so one address can never take every session of a small env."""
     return max(1, min(per_client, (max_sessions + 1) // 2))
-
-
-class FactoryError(Exception):
-    def __init__(self, factory_name: str, cause: BaseException) -> None:
-        super().__init__(
-            f"Environment factory {factory_name!r} failed: {type(cause).__name__}: {cause}"
-        )
-        self.factory_name = factory_name
 
 
 class Session:

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
+from .errors import ConfigError as ConfigError
+
 if TYPE_CHECKING:
     from .config import RunConfig
-
-
-class ConfigError(ValueError):
-    """A recipe config value is wrong; the message names the key and the fix."""
 
 
 #: ``report_to`` backends transformers knows, with the package each one imports and the command

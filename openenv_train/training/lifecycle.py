@@ -34,6 +34,7 @@ from transformers import TrainerCallback
 
 from ..runtime.signals import STOP_SIGNALS
 from .checks import start_checks
+from .errors import RunFolderError as RunFolderError
 
 if TYPE_CHECKING:
     from .config import GRPORun
@@ -41,10 +42,6 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 stdout = Console()  # the run's report: what was saved and the command to run next
-
-
-class RunFolderError(ValueError):
-    """``--resume`` of a run that is not there (names the folder and the fix)."""
 
 
 class RunFolder:

@@ -23,16 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import InfrastructureError
 from ...runtime.health import wait_healthy
+from ..errors import WeightSyncError as WeightSyncError
 
 #: ``--worker-cls`` of a server that ``ReloadWeightTransfer`` can update.
 RELOADABLE_WORKER = "openenv_train.policy.vllm_cpu_worker.WeightSyncCPUWorker"
 _SHM = Path("/dev/shm")
-
-
-class WeightSyncError(InfrastructureError):
-    """The vLLM server did not take the weights (unreachable, wrong mode, failed load)."""
 
 
 class ReloadWeightTransfer:

@@ -19,10 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ...policy.interface import Generation, Policy, SamplingSettings
-
-
-class TokenMismatchError(RuntimeError):
-    """The generator tokenized a prompt differently from the ids the episode is built on."""
+from ..errors import TokenMismatchError as TokenMismatchError
 
 
 def _endpoint(target: Any, name: str) -> Callable[..., Awaitable[Any]] | None:
