@@ -220,3 +220,26 @@ def test_no_native_module_imports_the_openenv_compatibility_layer() -> None:
     native = [(p, m) for p, m in files if not m.startswith("openenv_train.openenv")]
     bad = [v for path, module in native for v in compat_imports(path, module)]
     assert not bad, "native code importing the compatibility layer:\n" + "\n".join(bad)
+
+
+#: file names every package may have, for the same job in each
+SHARED_FILE_NAMES = {"__init__.py", "__main__.py", "errors.py"}
+
+
+def shared_file_names(top: Path) -> dict[str, list[str]]:
+    """Library module file names that two or more modules share (doing different jobs)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(top.rglob("*.py")):
+        if path.name not in SHARED_FILE_NAMES and "recipes" not in path.relative_to(top).parts:
+            seen.setdefault(path.name, []).append(str(path.relative_to(top)))
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_no_two_library_modules_share_a_file_name(tmp_path: Path) -> None:
+    """``runner.py`` three times, ``mcp.py`` three times...: a name must say which job it is."""
+    assert not shared_file_names(PACKAGE)
+    for package in ("a", "b"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "runner.py").write_text("")
+        (tmp_path / package / "errors.py").write_text("")
+    assert list(shared_file_names(tmp_path)) == ["runner.py"]
