@@ -99,3 +99,23 @@ def test_a_hub_model_offline_fails_at_once(tmp_path: Path) -> None:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "model.path" in err and "huggingface-cli download walls-test/not-cached-model" in err
     assert not (tmp_path / "runs" / data["name"]).exists()  # the started run folder is removed
+
+
+def test_validate_names_the_missing_module_or_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in an app path or a folder that is not there: the missing module or folder, never
+    "the container runtime needs the docker SDK" (issue 36)."""
+    from openenv_train.cli.main import main
+
+    (tmp_path / "hilo_walls" / "server").mkdir(parents=True)
+    (tmp_path / "hilo_walls" / "__init__.py").write_text("")
+    (tmp_path / "hilo_walls" / "server" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    for target, named in (
+        ("hilo_walls.server.ap:app", "no module 'hilo_walls.server.ap'"),
+        ("./nothere", "no folder './nothere'"),
+    ):
+        assert main(["validate", target]) == 2
+        err = capsys.readouterr().err
+        assert named in err and "docker" not in err, err
