@@ -30,10 +30,20 @@ def cmd_init(args: argparse.Namespace) -> int:
     for f in files:
         console.print(f"  created {f}")
     console.print(
-        f"[green]{args.name}[/] ready. Next: cd {dest} && python -m pytest tests; "
-        "then, from there: openenv-train serve .; openenv-train build ."
+        f"[green]{args.name}[/] ready. Next: cd {dest} && {_test_command()}; "
+        "then, from there: openenv-train serve .; openenv-train validate .; "
+        "openenv-train build ."
     )
     return 0
+
+
+def _test_command() -> str:
+    """How to run the scaffold's tests in this environment (pytest is not a dependency)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pytest") is None:
+        return "pip install pytest && python -m pytest tests"
+    return "python -m pytest tests"
 
 
 def _package_dir(target: str) -> tuple[Path | None, str]:

@@ -119,3 +119,22 @@ def test_validate_names_the_missing_module_or_folder(
         assert main(["validate", target]) == 2
         err = capsys.readouterr().err
         assert named in err and "docker" not in err, err
+
+
+def test_init_says_how_to_get_pytest_where_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's venv has no pytest: the suggested next step installs it first (issue 36)."""
+    import importlib.util
+
+    from openenv_train.cli.main import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    assert main(["init", "nim", "--dir", str(tmp_path)]) == 0
+    text = " ".join(capsys.readouterr().err.split())
+    assert f"cd {tmp_path / 'nim'} && pip install pytest && python -m pytest tests" in text
+    assert "openenv-train validate ." in text
+    assert 'test = ["pytest>=8"]' in (tmp_path / "nim" / "pyproject.toml").read_text()
