@@ -67,3 +67,18 @@ def test_missing_env_packages_reads_the_envs_extra(monkeypatch) -> None:
     assert missing_env_packages() == ["openenv-train-echo-env"]
     monkeypatch.setattr(md, "distribution", lambda name: object())
     assert missing_env_packages() == []
+
+
+def test_dist_names_a_setuptools_too_old_for_the_license_field() -> None:
+    """``make dist`` without isolation builds with this environment's setuptools; one older than
+    ``[build-system] requires`` is named before any build starts (issue 36)."""
+    from docs_support import load_script
+
+    dist = load_script("dist")
+    folders = dist.project_folders()
+    assert dist.stale_build_requirements(folders) == []  # this environment builds
+    old = dist.stale_build_requirements(folders, lambda name: "68.0")
+    assert old == ["setuptools 68.0 (needs setuptools>=77)"]
+    assert dist.stale_build_requirements(folders[:1], lambda name: None) == [
+        "setuptools not installed (needs setuptools>=77)"
+    ]
