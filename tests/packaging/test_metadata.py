@@ -21,12 +21,44 @@ def name_of(requirement: str) -> str:
     return re.split(r"[\s;\[<>=!~]", requirement, maxsplit=1)[0]
 
 
-def test_the_envs_extra_names_every_env_package() -> None:
-    envs = {project(p.parent)["name"] for p in ROOT.glob("envs/*/pyproject.toml")}
+#: what a light example env may depend on besides openenv-train (no ecosystem library)
+LIGHT_DEPENDENCIES = {"openenv-train", "numpy"}
+
+
+def test_the_envs_and_ecosystems_extras_name_every_env_package_once() -> None:
+    """``envs``: the light example envs; ``ecosystems``: the adapters of other ecosystems (they
+    pull reasoning-gym, textarena, verifiers, FastMCP: ~1.9 GB together, issue 36)."""
+    envs = {project(p.parent)["name"]: p.parent for p in ROOT.glob("envs/*/pyproject.toml")}
     extras = project(ROOT)["optional-dependencies"]
-    assert sorted(map(name_of, extras["envs"])) == sorted(envs), (
-        "pyproject.toml: the `envs` extra must list every envs/*/ package (add the new one)"
+    light, adapters = set(map(name_of, extras["envs"])), set(map(name_of, extras["ecosystems"]))
+    assert light | adapters == set(envs) and not light & adapters, (
+        "pyproject.toml: every envs/*/ package goes in exactly one of the `envs` extra (light "
+        "example envs) and the `ecosystems` extra (adapters of other ecosystems)"
     )
+    for name in light:
+        deps = project(envs[name])["dependencies"]
+        assert set(map(name_of, deps)) <= LIGHT_DEPENDENCIES and "[" not in " ".join(deps), (
+            f"{name} depends on {deps}: a light example env; put it in the `ecosystems` extra"
+        )
+
+
+def _named_extras(text: str) -> set[str]:
+    return set(re.findall(r"`(\w+)`", text))
+
+
+def test_readme_and_getting_started_name_every_extra() -> None:
+    """One list of extras (pyproject.toml); both pages name every one of them."""
+    extras = set(project(ROOT)["optional-dependencies"]) - {"dev"}
+    readme = (ROOT / "README.md").read_text()
+    install = readme[readme.index("## Install") :]
+    line = install[
+        install.index("Other extras:") : install.index("\n\n", install.index("Other extras:"))
+    ]
+    assert _named_extras(line) | {"train", "envs"} == extras, line
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    start = page.index("The extras:")
+    sentence = page[start : page.index("\n\n", start)]
+    assert _named_extras(sentence) == extras, sentence
 
 
 def test_each_env_package_depends_on_openenv_train_and_says_what_it_is() -> None:
