@@ -57,10 +57,14 @@ def stale_build_requirements(
     """Each ``[build-system] requires`` of ``folders`` that this environment does not meet, as
     ``"setuptools 68.0 (needs setuptools>=77)"``; ``version_of(name)`` is the installed version
     (None: not installed), this environment's by default."""
-    import tomllib
     from importlib import metadata
 
     from packaging.requirements import Requirement
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the backport setuptools itself depends on
+        import tomli as tomllib  # type: ignore[no-redef]
 
     def installed(name: str) -> str | None:
         try:
