@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,9 +51,54 @@ def clean_copy(dest: Path) -> Path:
     return dest
 
 
+def stale_build_requirements(
+    folders: list[Path], version_of: Callable[[str], str | None] | None = None
+) -> list[str]:
+    """Each ``[build-system] requires`` of ``folders`` that this environment does not meet, as
+    ``"setuptools 68.0 (needs setuptools>=77)"``; ``version_of(name)`` is the installed version
+    (None: not installed), this environment's by default."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the backport setuptools itself depends on
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    def installed(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    found = version_of or installed
+    out: list[str] = []
+    for folder in folders:
+        system = tomllib.loads((folder / "pyproject.toml").read_text()).get("build-system", {})
+        for text in system.get("requires", []):
+            req = Requirement(text)
+            have = found(req.name)
+            line = f"{req.name} {have or 'not installed'} (needs {req})"
+            if (have is None or not req.specifier.contains(have, prereleases=True)) and (
+                line not in out
+            ):
+                out.append(line)
+    return out
+
+
 def build(outdir: Path, *, isolation: bool = False) -> list[Path]:
     """Build every project folder into ``outdir`` (all at once: each build mostly waits on
-    its own subprocesses); the files built, sorted."""
+    its own subprocesses); the files built, sorted. Without isolation this environment's build
+    tools must meet the packages' ``[build-system] requires`` (checked first: an old
+    setuptools otherwise fails deep in the license field)."""
+    if not isolation:
+        stale = stale_build_requirements(project_folders())
+        if stale:
+            raise RuntimeError(
+                f"this environment's build tools are too old or missing: {'; '.join(stale)}. "
+                "Upgrade them (pip install -U 'setuptools>=77') or build with --isolation"
+            )
     outdir = outdir.resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     flag = [] if isolation else ["--no-isolation"]
@@ -93,7 +139,11 @@ def main() -> int:
         "--isolation", action="store_true", help="fresh build environments from the index"
     )
     args = parser.parse_args()
-    files = build(Path(args.outdir), isolation=args.isolation)
+    try:
+        files = build(Path(args.outdir), isolation=args.isolation)
+    except RuntimeError as err:
+        print(f"dist: error: {err}", file=sys.stderr)
+        return 1
     print(twine_check(files), end="")
     for f in files:
         print(f)

@@ -30,10 +30,20 @@ def cmd_init(args: argparse.Namespace) -> int:
     for f in files:
         console.print(f"  created {f}")
     console.print(
-        f"[green]{args.name}[/] ready. Next: cd {dest} && python -m pytest tests; "
-        "then, from there: openenv-train serve .; openenv-train build ."
+        f"[green]{args.name}[/] ready. Next: cd {dest} && {_test_command()}; "
+        "then, from there: openenv-train serve .; openenv-train validate .; "
+        "openenv-train build ."
     )
     return 0
+
+
+def _test_command() -> str:
+    """How to run the scaffold's tests in this environment (pytest is not a dependency)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pytest") is None:
+        return "pip install pytest && python -m pytest tests"
+    return "python -m pytest tests"
 
 
 def _package_dir(target: str) -> tuple[Path | None, str]:
@@ -166,16 +176,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from . import validate as v
 
     target = args.target
+    try:
+        kind = v.target_kind(target)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     with console.status(f"validating {target}..."):
         try:
-            if target.startswith(("http://", "https://")):
+            if kind == "url":
                 checks = v.runtime_checks(target.rstrip("/"), args.max_probe)
-            elif Path(target).exists():
-                checks = v.validate_path(Path(target), args.max_probe)
+            elif kind == "path":
+                checks = v.validate_path(Path(target).expanduser(), args.max_probe)
+            elif kind == "app":
+                checks = v.validate_app(target, args.max_probe)
             else:
                 checks = v.validate_image(target, args.engine, args.max_probe)
         except EngineError as e:
-            raise CLIError(str(e)) from None
+            raise CLIError(v.not_an_image_hint(target, e)) from None
         except Exception as e:  # an image that does not exist, a server that will not start
             raise CLIError(f"cannot validate {target}: {type(e).__name__}: {e}") from None
     text = v.report(target, checks, args.json)
@@ -256,7 +272,9 @@ def register(sub: Any) -> None:  # argparse's subparsers object
 
     p = sub.add_parser("validate", help="static, runtime and hardening checks of an env")
     p.add_argument(
-        "target", metavar="PATH|URL|IMAGE", help="env folder, running server URL or image name"
+        "target",
+        metavar="PATH|URL|APP|IMAGE",
+        help="env folder, running server URL, app 'package.module:attribute' or image name",
     )
     p.add_argument("--json", action="store_true", help="machine-readable report (for CI)")
     p.add_argument("--engine", default="docker", help="engine for an IMAGE (docker, podman, URL)")

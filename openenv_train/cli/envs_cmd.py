@@ -76,6 +76,57 @@ def cmd_envs(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
+
+    console = Console()
+    if console.width < WIDE:
+        print(narrow_listing(rows, console.width))
+    else:
+        console.print(wide_table(rows))
+    missing = missing_env_packages()
+    if missing:
+        print(f"not installed: {', '.join(missing)}")
+    if missing or not rows:
+        print(
+            "add the example envs: pip install 'openenv-train[envs]' (or one: pip install "
+            f"{(missing or ['openenv-train-echo-env'])[0]}); your own: openenv-train init NAME"
+        )
+    return 0
+
+
+#: below this many columns five table columns fold every cell into slivers: one block per env
+WIDE = 140
+
+
+def narrow_listing(rows: list[dict[str, Any]], width: int) -> str:
+    """One block per env: its name and description, then app, action and observation on
+    lines of their own, wrapped at ``width`` and indented (readable at 80 columns)."""
+    import textwrap
+
+    blocks = [f"installed envs ({len(rows)})"]
+    for r in rows:
+        if "error" in r:
+            blocks.append(textwrap.fill(f"{r['name']}  error: {r['error']}", width))
+            continue
+        lines = textwrap.wrap(f"{r['name']}  {r['description']}", width, subsequent_indent="    ")
+        for label, text in (
+            ("app", r["app"]),
+            ("action", fields_summary(r["action"])),
+            ("observation", fields_summary(r["observation"])),
+        ):
+            lines += textwrap.wrap(
+                text,
+                width,
+                initial_indent=f"  {label:<12} ",
+                subsequent_indent=" " * 15,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def wide_table(rows: list[dict[str, Any]]) -> Any:
+    """The five-column table of a wide terminal."""
     from rich.table import Table
 
     table = Table(title=f"installed envs ({len(rows)})", show_lines=True)
@@ -92,16 +143,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
             fields_summary(r["action"]),
             fields_summary(r["observation"]),
         )
-    Console().print(table)
-    missing = missing_env_packages()
-    if missing:
-        print(f"not installed: {', '.join(missing)}")
-    if missing or not rows:
-        print(
-            "add the example envs: pip install 'openenv-train[envs]' (or one: pip install "
-            f"{(missing or ['openenv-train-echo-env'])[0]}); your own: openenv-train init NAME"
-        )
-    return 0
+    return table
 
 
 def register(sub: Any) -> None:

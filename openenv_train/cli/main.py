@@ -141,6 +141,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"recipe: {model_dir} is not inside a training run folder that names its recipe; "
             "pass --recipe NAME"
         )
+    from ..training.callbacks import quiet_third_party
+
+    quiet_third_party()  # no weight-loading bars or dependency notices in a log or a pipe
     if args.k is not None:
         try:
             return passk(args)

@@ -43,6 +43,9 @@ readme = "README.md"
 requires-python = ">=3.10"
 dependencies = ["openenv-train"]
 
+[project.optional-dependencies]
+test = ["pytest>=8"]  # python -m pytest tests
+
 [tool.setuptools.packages.find]
 include = ["{name}*"]
 """,
@@ -53,7 +56,7 @@ A counter env made by `openenv-train init`: `reset()` starts at 0, `step(add=N)`
 is the new total and the episode ends when the total reaches `target` (default 10).
 
     openenv-train serve .                      # local process on 127.0.0.1:8000
-    python -m pytest tests                     # its own tests (a real server on loopback)
+    python -m pytest tests                     # its own tests (pytest: pip install pytest)
     openenv-train build . --tag {name}:latest  # the image (multi-stage, non-root)
     openenv-train serve . --runtime docker     # the image in a hardened container
     openenv-train validate {name}:latest       # static, runtime and hardening checks

@@ -1,9 +1,10 @@
 """``openenv-train serve APP`` on this machine, the way ``uvicorn APP`` behaves.
 
 ``my_env:app`` is imported from the app folder (``--app-dir``, default the current folder, as
-uvicorn does), the listening URLs and how to stop are printed before the server starts, and
+uvicorn does) before anything is printed, so a typo is one line of ours, not a banner followed by
+uvicorn's error; then the listening URLs and how to stop are printed and the server starts.
 ``--reload`` restarts the server when a ``.py`` file of the app's folder changes (uvicorn's
-reloader: it needs the import string, which is why the app is never imported here first).
+reloader imports the string in its own process, so here the module is only looked up).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import argparse
 import importlib.util
 import os
 import sys
+import traceback
 from pathlib import Path
+from typing import Any
 
 from ..core.loopback import is_loopback
 from ..runtime.app_dir import add_app_dir
@@ -40,6 +43,39 @@ def module_folder(app: str) -> Path:
     if spec.submodule_search_locations:  # a package: watch all of it
         return Path(next(iter(spec.submodule_search_locations))).resolve()
     return Path(spec.origin or ".").resolve().parent
+
+
+def load_app(app: str) -> Any:
+    """The app object ``module:attribute`` names, or ``LookupError`` in one line: the module
+    that is missing, the attribute that is not there, or the error the module raised (with
+    its file and line)."""
+    module, _, attr = app.partition(":")
+    if not attr:
+        raise LookupError(f"app {app!r}: expected 'package.module:attribute' (e.g. my_env:app)")
+    try:
+        loaded = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and module.startswith(e.name):  # the app's own module, not one it imports
+            raise LookupError(
+                f"app {app!r}: no module {e.name!r} (looked in {Path.cwd()} and the installed "
+                "packages); check the spelling, or pass --app-dir FOLDER"
+            ) from None
+        raise LookupError(f"app {app!r}: {_where(e)}") from None
+    except Exception as e:  # the user's module failed while importing
+        raise LookupError(f"app {app!r}: {_where(e)}") from None
+    try:
+        return getattr(loaded, attr)
+    except AttributeError:
+        raise LookupError(
+            f"app {app!r}: module {module!r} ({loaded.__file__}) has no attribute {attr!r}"
+        ) from None
+
+
+def _where(err: BaseException) -> str:
+    """``Type: message (file:line)`` of the innermost frame that raised ``err``."""
+    frames = traceback.extract_tb(err.__traceback__)
+    at = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"importing it raised {type(err).__name__}: {err}{at}"
 
 
 def playground_on(args: argparse.Namespace) -> bool:
@@ -74,10 +110,32 @@ def serve_local(app: str, env_dir: Path | None, args: argparse.Namespace) -> Non
     watch = module_folder(app)  # also checks that the module exists before uvicorn starts
     if not is_loopback(args.host):
         print(f"warning: serving on {args.host}, reachable from other machines", file=sys.stderr)
-    web = playground_on(args)
+    web = playground_on(args)  # before the import: the app reads it when it is built
     port = args.port or free_port(args.host)
     options: dict[str, object] = {}
+    target: Any = app
     if args.reload:
         options = {"reload": True, "reload_dirs": [str(watch)]}
+        missing = _missing_module(app.split(":", 1)[0])
+        if missing:
+            raise LookupError(
+                f"app {app!r}: no module {missing!r} (looked in {Path.cwd()} and the installed "
+                "packages); check the spelling, or pass --app-dir FOLDER"
+            )
+    else:
+        target = load_app(app)
     print(banner(app, args.host, port, watch if args.reload else None, web), flush=True)
-    serve(app, host=args.host, port=port, token_file=args.token_file, **options)
+    serve(target, host=args.host, port=port, token_file=args.token_file, **options)
+
+
+def _missing_module(module: str) -> str | None:
+    """The first of ``a``, ``a.b``, ... that cannot be found (None: the module is there)."""
+    parts = module.split(".")
+    for n in range(2, len(parts) + 1):  # the top-level one: module_folder checked it
+        name = ".".join(parts[:n])
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None

@@ -1,7 +1,9 @@
-"""``openenv-train validate PATH|URL|IMAGE``: static, runtime and hardening checks of an env.
+"""``openenv-train validate PATH|URL|APP|IMAGE``: static, runtime and hardening checks of an env.
 
 - PATH (an env package folder): models and app import, the Dockerfile rules, then the runtime
   checks against the package served as a local process.
+- APP (``package.module:attribute``, imported from the current folder as ``serve`` does): the
+  app imports, then the runtime checks against it served as a local process.
 - URL (a running server): ``/health``, ``/schema``, a WebSocket reset and step, a bad frame
   answered with an error code while the session survives, capacity answered with
   ``CAPACITY_REACHED`` (probed when ``max_sessions`` is at most ``max_probe``).
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,65 @@ import httpx
 
 from ..runtime.health import probe
 from .dockerfile_writer import check as check_dockerfile
+
+#: ``package.module:attribute``; an image reference (``name:tag``) may look the same, so an app
+#: is only taken for one when its top-level module imports
+APP_PATTERN = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+KINDS_HINT = (
+    "pass an env folder (openenv-train init NAME writes one), a server URL, an app "
+    "'package.module:attribute' or a container image"
+)
+
+
+def target_kind(target: str, cwd: Path | None = None) -> str:
+    """``"url"``, ``"path"``, ``"app"`` or ``"image"`` (what is left); ``ValueError`` naming the
+    missing folder or module when ``target`` can only have meant a folder or an app."""
+    here = Path.cwd() if cwd is None else cwd
+    if target.startswith(("http://", "https://")):
+        return "url"
+    if (here / target).expanduser().exists():
+        return "path"
+    if target.startswith((".", "/", "~")) or target.endswith(("/", os.sep)):
+        raise ValueError(f"no folder {target!r} (looked in {here}); {KINDS_HINT}")
+    if APP_PATTERN.fullmatch(target):
+        module = target.split(":", 1)[0]
+        missing = missing_module(module, here)
+        if missing is None:
+            return "app"
+        if missing != module.split(".", 1)[0]:  # the package is there, a submodule is not
+            raise ValueError(
+                f"app {target!r}: no module {missing!r} (looked in {here} and the installed "
+                f"packages); check the spelling, e.g. {missing.rsplit('.', 1)[0]}.app:app"
+            )
+    return "image"
+
+
+def missing_module(module: str, folder: Path) -> str | None:
+    """The first of ``a``, ``a.b``, ``a.b.c`` that cannot be found from ``folder`` (None: all)."""
+    from ..runtime.app_dir import on_import_path
+
+    parts = module.split(".")
+    with on_import_path(folder):
+        for n in range(1, len(parts) + 1):
+            name = ".".join(parts[:n])
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                return name
+    return None
+
+
+def not_an_image_hint(target: str, err: Exception, cwd: Path | None = None) -> str:
+    """Why ``target`` could not be checked as an image, saying first what else it is not."""
+    here = Path.cwd() if cwd is None else cwd
+    top = target.split(":", 1)[0].split(".", 1)[0]
+    app = f", nor an app (no module {top!r})" if APP_PATTERN.fullmatch(target) else ""
+    return (
+        f"{target!r} is not a folder in {here}, nor a URL{app}; as a container image it "
+        f"cannot be checked: {err}. Otherwise {KINDS_HINT}"
+    )
 
 
 @dataclass
@@ -171,6 +234,27 @@ def validate_path(path: Path, max_probe: int) -> list[Check]:
         return checks
     pythonpath = os.pathsep.join([str(path.resolve()), os.environ.get("PYTHONPATH", "")])
     with LocalProcessProvider(f"{package}.server.app:app", env={"PYTHONPATH": pythonpath}) as p:
+        return checks + runtime_checks(p.base_url, max_probe)
+
+
+def validate_app(app: str, max_probe: int, cwd: Path | None = None) -> list[Check]:
+    """An import path: the app imports here (the current folder first, as ``serve``), then the
+    runtime checks against it served as a local process."""
+    from ..runtime import LocalProcessProvider
+    from ..runtime.app_dir import on_import_path
+
+    here = Path.cwd() if cwd is None else cwd
+    module, attr = app.split(":", 1)
+    with on_import_path(here):
+        try:
+            loaded = getattr(importlib.import_module(module), attr, None)
+            checks = [Check(f"import {app}", loaded is not None, "" if loaded else "no " + attr)]
+        except Exception as e:
+            checks = [Check(f"import {app}", False, f"{type(e).__name__}: {e}")]
+    if not checks[0].ok:
+        return checks
+    pythonpath = os.pathsep.join([str(here.resolve()), os.environ.get("PYTHONPATH", "")])
+    with LocalProcessProvider(app, env={"PYTHONPATH": pythonpath}) as p:
         return checks + runtime_checks(p.base_url, max_probe)
 
 

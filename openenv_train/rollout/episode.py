@@ -190,7 +190,7 @@ async def _loop(
             raise RuntimeError(
                 "the policy returned no tokens; a policy must generate at least one token per prompt"
             )
-        tokens.add_model(list(gen.token_ids), list(gen.logprobs))
+        tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
         turns += 1
         reply = await respond(gen)
         if last is not None:  # recorded: the end's text and reward
@@ -252,22 +252,26 @@ def episode_turns(episode: Episode, codec: TokenCodec, last: Reply | None) -> di
 def token_turns(t: Any, tok: Any) -> list[dict[str, Any]]:
     """The turns of an episode's tokens (anything with ``prompt_ids``, ``completion_ids``,
     ``env_mask``, ``logprobs``: ``EpisodeTokens``, an ``EpisodeRecord``): the prompt, then each
-    run of model tokens (text, token ids, tokens, logprobs) or env tokens (text, token ids)."""
+    run of model tokens (text, token ids, tokens, logprobs) or env tokens (text, token ids).
+
+    A model turn's ``text`` is exactly what the env side received: the recorded
+    ``model_texts`` when there is one per model run, else the ids decoded as every backend
+    decodes them (special tokens skipped). ``tokens`` still shows every sampled token."""
+    runs = _runs(t.env_mask)
+    texts = list(getattr(t, "model_texts", None) or [])
+    if len(texts) != sum(1 for start, _ in runs if t.env_mask[start]):
+        texts = []  # not one text per model run (two turns with no env text between them)
     turns: list[dict[str, Any]] = [
         {"role": "prompt", "text": tok.decode(t.prompt_ids), "token_ids": list(t.prompt_ids)}
     ]
-    start = 0
-    mask = t.env_mask
-    while start < len(mask):
-        end = start
-        while end < len(mask) and mask[end] == mask[start]:
-            end += 1
+    for start, end in runs:
         ids = list(t.completion_ids[start:end])
-        if mask[start]:
+        if t.env_mask[start]:
+            text = texts.pop(0) if texts else tok.decode(ids, skip_special_tokens=True)
             turns.append(
                 {
                     "role": "model",
-                    "text": tok.decode(ids),
+                    "text": text,
                     "token_ids": ids,
                     "tokens": [tok.decode([i]) for i in ids],
                     "logprobs": [round(x, 4) for x in t.logprobs[start:end]],
@@ -275,8 +279,19 @@ def token_turns(t: Any, tok: Any) -> list[dict[str, Any]]:
             )
         else:
             turns.append({"role": "env", "text": tok.decode(ids), "token_ids": ids})
-        start = end
     return turns
+
+
+def _runs(mask: list[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of equal values in ``mask``."""
+    runs, start = [], 0
+    while start < len(mask):
+        end = start
+        while end < len(mask) and mask[end] == mask[start]:
+            end += 1
+        runs.append((start, end))
+        start = end
+    return runs
 
 
 _timeout = getattr(asyncio, "timeout", None)

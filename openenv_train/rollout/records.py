@@ -18,7 +18,8 @@ class EpisodeRecord:
 
     ``completion_ids`` holds every model turn and the env text between them, in order; ``env_mask``
     is 1 on model tokens and 0 on env tokens; ``logprobs`` are the sampling logprobs of model tokens
-    (0.0 on env tokens).
+    (0.0 on env tokens). ``model_texts`` holds the text each model turn gave the env (what a
+    trajectory stores and ``openenv-train replay`` plays again); empty when not recorded.
     """
 
     row: int
@@ -31,6 +32,7 @@ class EpisodeRecord:
     reward: float
     num_turns: int
     metrics: dict[str, Any] = field(default_factory=dict)
+    model_texts: list[str] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -49,6 +51,7 @@ class EpisodeRecord:
             reward=reward,
             num_turns=num_turns,
             metrics=metrics,
+            model_texts=list(getattr(tokens, "model_texts", None) or []),
         )
 
 

@@ -169,12 +169,16 @@ class EpisodeTokens:
     env_mask: list[int] = field(default_factory=list)
     model_tokens: int = 0
     env_tokens: int = 0
+    #: the text each model turn handed to the env side (``Generation.text``: special tokens
+    #: skipped), kept so a trajectory stores what the env received, not a re-decoding
+    model_texts: list[str] = field(default_factory=list)
 
     def context(self) -> list[int]:
         """Exactly what the model is fed for its next turn."""
         return self.prompt_ids + self.completion_ids
 
-    def add_model(self, ids: list[int], logprobs: list[float]) -> None:
+    def add_model(self, ids: list[int], logprobs: list[float], text: str | None = None) -> None:
+        """Append a model turn; ``text`` is what the env side was given for it."""
         if len(logprobs) != len(ids):
             raise ValueError(
                 f"policy returned {len(ids)} token ids but {len(logprobs)} logprobs; a Policy must "
@@ -184,6 +188,8 @@ class EpisodeTokens:
         self.logprobs.extend(float(x) for x in logprobs)
         self.env_mask.extend([1] * len(ids))
         self.model_tokens += len(ids)
+        if text is not None:
+            self.model_texts.append(text)
 
     def add_env(self, ids: list[int]) -> None:
         self.completion_ids.extend(ids)

@@ -48,6 +48,13 @@ def nearest_key(schema: type[BaseModel] | None, loc: tuple[Any, ...]) -> str | N
     return leaves[close[0]] if close else None
 
 
+def example_hint(example: str) -> str:
+    """Where to read the example config in any install: its shipped name, not a clone's path
+    (``configs/x.yaml`` -> ``openenv-train configs x``, which prints it; ``--copy .`` copies)."""
+    name = Path(example).stem
+    return f"`openenv-train configs {name}` prints the example; `--copy .` copies it"
+
+
 def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | None = None) -> str:
     """One line per wrong key: the dotted key, what is wrong and the fix."""
     lines = []
@@ -57,7 +64,8 @@ def format_errors(err: ValidationError, example: str, schema: type[BaseModel] | 
             near = nearest_key(schema, tuple(e["loc"]))
             hint = f"did you mean `{near}`? " if near else ""
             lines.append(
-                f"{key}: unknown key; {hint}remove it or check its spelling (see {example})"
+                f"{key}: unknown key; {hint}remove it or check its spelling "
+                f"({example_hint(example)})"
             )
             continue
         msg = e["msg"].removeprefix("Value error, ")
@@ -92,7 +100,8 @@ def load_config(path: str | Path, schema: type[ConfigT]) -> ConfigT:
     p = Path(path)
     if not p.is_file():
         raise ConfigError(
-            f"config file {str(path)!r} does not exist; pass a YAML file like {schema.example}"
+            f"config file {str(path)!r} does not exist; pass a YAML file "
+            f"({example_hint(schema.example)})"
         )
     try:
         data = yaml.safe_load(p.read_text())

@@ -33,7 +33,10 @@ VALIDATION_OFFSET = 10_000_000
 def seeded_spec(cfg: TextRecipeConfig, seed: int, member: Member | None = None) -> Any:
     """The config's spec dealing the games of ``seed``: through its own ``seed`` attribute, else
     by passing ``reset(seed=seed + row)`` (a spec written without one, as the README's), so the
-    evals before, during and after training and ``openenv-train eval`` play the same games."""
+    evals before, during and after training and ``openenv-train eval`` play the same games.
+
+    The eval's seed wins: a ``seed`` the spec's own ``reset_kwargs`` returns is replaced (it
+    would deal the training games, or one game, at every eval); its other keys are kept."""
     spec = cfg.make_spec() if member is None else cfg.make_spec(member)
     if hasattr(spec, "seed"):
         spec.seed = seed
@@ -41,7 +44,7 @@ def seeded_spec(cfg: TextRecipeConfig, seed: int, member: Member | None = None) 
     given = spec.reset_kwargs
 
     def reset_kwargs(prompt: Any, group: int, row: int) -> dict[str, Any]:
-        return {"seed": seed + row, **given(prompt, group, row)}
+        return {**given(prompt, group, row), "seed": seed + row}
 
     spec.reset_kwargs = reset_kwargs
     return spec

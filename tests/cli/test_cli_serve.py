@@ -130,3 +130,35 @@ def test_reload_is_refused_where_it_cannot_work(capsys: pytest.CaptureFixture[st
 
     assert main(["serve", "my_env:app", "--runtime", "docker", "--reload"]) == 2
     assert "--reload restarts a local server" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("target", "named"),
+    [
+        ("hilo_walls.server.ap:app", "no module 'hilo_walls.server.ap'"),
+        ("hilo_walls.server.app:ap", "has no attribute 'ap'"),
+        ("hilo_walls.broken:app", "ZeroDivisionError"),
+    ],
+)
+def test_serve_names_what_is_wrong_before_any_banner(
+    tmp_path: Path, target: str, named: str
+) -> None:
+    """The app loads before ``serving ... at URL`` is printed: a typo in the module or the
+    attribute, or a module that raises, is one line of ours, exit 2 (issue 36)."""
+    package = tmp_path / "hilo_walls"
+    (package / "server").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "server" / "__init__.py").write_text("")
+    write_env(package / "server").rename(package / "server" / "app.py")
+    (package / "broken.py").write_text("x = 1 / 0\n")
+    proc = subprocess.run(
+        cli() + ["serve", target, "--port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "serving" not in proc.stdout and "playground" not in proc.stdout, proc.stdout
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and named in err and "Traceback" not in err, err

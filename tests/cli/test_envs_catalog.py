@@ -84,3 +84,24 @@ def test_envs_command_table_and_json() -> None:
     assert "patterns" in rows["wordle"]["observation"]["properties"]
     bad = _cli("nope")
     assert bad.returncode == 2 and "installed envs: blackjack" in bad.stderr
+
+
+def test_envs_reads_at_80_columns() -> None:
+    """An 80-column terminal (or a pipe): one block per env, every line within the width and
+    the app path whole, not five columns folded into slivers (issue 36)."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from openenv_train.cli.main import main; sys.exit(main())",
+        ]
+        + ["envs"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    assert "  app          wordle_env.server.app:app" in out.stdout
+    assert "  action       guess*: integer" in out.stdout

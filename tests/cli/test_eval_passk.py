@@ -173,3 +173,69 @@ def test_table_output_and_bad_input(countdown_run: Path, tmp_path: Path, capsys:
     (tmp_path / "bad.jsonl").write_text('{"env": "x"}\n')
     bad = openenv_train("replay", str(tmp_path / "bad.jsonl"), capsys=capsys)
     assert bad.returncode == 2 and "bad.jsonl:1" in bad.stderr
+
+
+class _PaddedAnswers:
+    """A policy that samples ``2 <pad> <eos>`` every turn, decoded where every backend decodes
+    (``make_generation``: special tokens skipped), so the env receives ``"2"``."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    async def generate(self, prompts: list[list[int]], sampling: Any) -> list[Any]:
+        from openenv_train.policy._common import make_generation, stop_ids
+
+        tok = self.tokenizer
+        ids = [tok.convert_tokens_to_ids("2"), tok.pad_token_id, tok.eos_token_id]
+        stops = stop_ids(tok, sampling)
+        return [make_generation(ids, [0.0] * len(ids), tok, stops) for _ in prompts]
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.timeout(300)
+def test_replay_plays_exactly_the_text_the_env_received(tmp_path: Path) -> None:
+    """A special token sampled mid-answer (``2 <pad>``) is skipped in the text the env gets; the
+    trajectory must store that same text, or replay parses ``"2 <pad>"``, calls it invalid and
+    reports a difference that never happened (a false CI failure)."""
+    from openenv_train.policy.tiny import build_word_tokenizer
+    from openenv_train.recipes.grpo_text.countdown import CountdownSpec
+    from openenv_train.rollout import RolloutConfig
+    from openenv_train.training.passk import EvalTarget, evaluate_passk, write_jsonl
+    from openenv_train.training.replay import replay_file
+
+    target = EvalTarget(
+        "countdown",
+        "openenv_train.recipes.grpo_text.countdown:app",
+        "openenv_train.recipes.grpo_text.countdown:CountdownSpec",
+    )
+    policy = _PaddedAnswers(build_word_tokenizer(CountdownSpec.vocabulary))
+    config = RolloutConfig(max_turns=4, max_new_tokens=4, chat_template=False)
+    scores, rows = evaluate_passk(policy, [target], tasks=2, k=1, seed=3, config=config)
+    assert all(r["invalid"] == 0 for r in rows), "the env received '2' each turn"
+    for r in rows:
+        answers = [t for t in r["turns"] if t["role"] == "model"]
+        assert answers and all(t["text"] == "2" for t in answers)
+        assert all("<pad>" in t["tokens"] for t in answers)  # the sampled tokens stay visible
+    report = replay_file(write_jsonl(tmp_path / "t.jsonl", rows))
+    assert report.episodes == 2 and report.differences == []
+
+
+@pytest.mark.timeout(300)
+def test_eval_into_a_pipe_prints_no_progress_bars(countdown_run: Path) -> None:
+    """Piped (a CI log, ``| tee``): the tables and paths, no "Loading weights: 100%|..." bars
+    (issue 36)."""
+    import subprocess
+
+    from cli_helpers import cli
+
+    for extra in (["--episodes", "4"], ["--k", "1", "--tasks", "1"]):
+        done = subprocess.run(
+            cli() + ["eval", str(countdown_run / "model"), *extra],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "it/s" not in done.stderr + done.stdout and "%|" not in done.stderr, done.stderr

@@ -148,3 +148,13 @@ def test_curve_without_a_score_fails(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["curve", str(a), str(b), "--out", str(png)]) == 2
     assert "no score to plot" in capsys.readouterr().err
     assert not png.exists()
+
+
+def test_the_unknown_key_hint_names_the_installed_example() -> None:
+    """``configs/...yaml`` exists only in a clone; the hint names what works after a pip install
+    (issue 36)."""
+    with pytest.raises(ValueError, match=r"did you mean `grpo\.learning_rate`\?") as err:
+        parse_config({"name": "x", "grpo": {"learnig_rate": 1e-3}})
+    text = str(err.value)
+    assert "configs/" not in text, text
+    assert "`openenv-train configs grpo_text_countdown` prints the example" in text

@@ -99,3 +99,42 @@ def test_a_hub_model_offline_fails_at_once(tmp_path: Path) -> None:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "model.path" in err and "huggingface-cli download walls-test/not-cached-model" in err
     assert not (tmp_path / "runs" / data["name"]).exists()  # the started run folder is removed
+
+
+def test_validate_names_the_missing_module_or_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in an app path or a folder that is not there: the missing module or folder, never
+    "the container runtime needs the docker SDK" (issue 36)."""
+    from openenv_train.cli.main import main
+
+    (tmp_path / "hilo_walls" / "server").mkdir(parents=True)
+    (tmp_path / "hilo_walls" / "__init__.py").write_text("")
+    (tmp_path / "hilo_walls" / "server" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    for target, named in (
+        ("hilo_walls.server.ap:app", "no module 'hilo_walls.server.ap'"),
+        ("./nothere", "no folder './nothere'"),
+    ):
+        assert main(["validate", target]) == 2
+        err = capsys.readouterr().err
+        assert named in err and "docker" not in err, err
+
+
+def test_init_says_how_to_get_pytest_where_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's venv has no pytest: the suggested next step installs it first (issue 36)."""
+    import importlib.util
+
+    from openenv_train.cli.main import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    assert main(["init", "nim", "--dir", str(tmp_path)]) == 0
+    text = " ".join(capsys.readouterr().err.split())
+    assert f"cd {tmp_path / 'nim'} && pip install pytest && python -m pytest tests" in text
+    assert "openenv-train validate ." in text
+    assert 'test = ["pytest>=8"]' in (tmp_path / "nim" / "pyproject.toml").read_text()

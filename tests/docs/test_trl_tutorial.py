@@ -10,6 +10,7 @@ reported (reward -1, std 0, loss 0) fails each of these.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,12 @@ def test_trl_snippet_as_written_learns(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     scope: dict = {"__name__": "__main__"}
-    exec(compile(code.replace(WRITTEN, SHORT), "docs/tutorials/trl.md", "exec"), scope)  # noqa: S102
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(code.replace(WRITTEN, SHORT), "docs/tutorials/trl.md", "exec"), scope)  # noqa: S102
+    # the page's code uses no deprecated argument (gradient_checkpointing was one, issue 36)
+    future = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
+    assert future == [], future
     trainer = scope["trainer"]
     logs = [row for row in trainer.state.log_history if "reward_std" in row]
     assert trainer.state.global_step == 10 and logs, trainer.state.log_history

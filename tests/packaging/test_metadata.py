@@ -21,12 +21,44 @@ def name_of(requirement: str) -> str:
     return re.split(r"[\s;\[<>=!~]", requirement, maxsplit=1)[0]
 
 
-def test_the_envs_extra_names_every_env_package() -> None:
-    envs = {project(p.parent)["name"] for p in ROOT.glob("envs/*/pyproject.toml")}
+#: what a light example env may depend on besides openenv-train (no ecosystem library)
+LIGHT_DEPENDENCIES = {"openenv-train", "numpy"}
+
+
+def test_the_envs_and_ecosystems_extras_name_every_env_package_once() -> None:
+    """``envs``: the light example envs; ``ecosystems``: the adapters of other ecosystems (they
+    pull reasoning-gym, textarena, verifiers, FastMCP: ~1.9 GB together, issue 36)."""
+    envs = {project(p.parent)["name"]: p.parent for p in ROOT.glob("envs/*/pyproject.toml")}
     extras = project(ROOT)["optional-dependencies"]
-    assert sorted(map(name_of, extras["envs"])) == sorted(envs), (
-        "pyproject.toml: the `envs` extra must list every envs/*/ package (add the new one)"
+    light, adapters = set(map(name_of, extras["envs"])), set(map(name_of, extras["ecosystems"]))
+    assert light | adapters == set(envs) and not light & adapters, (
+        "pyproject.toml: every envs/*/ package goes in exactly one of the `envs` extra (light "
+        "example envs) and the `ecosystems` extra (adapters of other ecosystems)"
     )
+    for name in light:
+        deps = project(envs[name])["dependencies"]
+        assert set(map(name_of, deps)) <= LIGHT_DEPENDENCIES and "[" not in " ".join(deps), (
+            f"{name} depends on {deps}: a light example env; put it in the `ecosystems` extra"
+        )
+
+
+def _named_extras(text: str) -> set[str]:
+    return set(re.findall(r"`(\w+)`", text))
+
+
+def test_readme_and_getting_started_name_every_extra() -> None:
+    """One list of extras (pyproject.toml); both pages name every one of them."""
+    extras = set(project(ROOT)["optional-dependencies"]) - {"dev"}
+    readme = (ROOT / "README.md").read_text()
+    install = readme[readme.index("## Install") :]
+    line = install[
+        install.index("Other extras:") : install.index("\n\n", install.index("Other extras:"))
+    ]
+    assert _named_extras(line) | {"train", "envs"} == extras, line
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    start = page.index("The extras:")
+    sentence = page[start : page.index("\n\n", start)]
+    assert _named_extras(sentence) == extras, sentence
 
 
 def test_each_env_package_depends_on_openenv_train_and_says_what_it_is() -> None:
@@ -67,3 +99,18 @@ def test_missing_env_packages_reads_the_envs_extra(monkeypatch) -> None:
     assert missing_env_packages() == ["openenv-train-echo-env"]
     monkeypatch.setattr(md, "distribution", lambda name: object())
     assert missing_env_packages() == []
+
+
+def test_dist_names_a_setuptools_too_old_for_the_license_field() -> None:
+    """``make dist`` without isolation builds with this environment's setuptools; one older than
+    ``[build-system] requires`` is named before any build starts (issue 36)."""
+    from docs_support import load_script
+
+    dist = load_script("dist")
+    folders = dist.project_folders()
+    assert dist.stale_build_requirements(folders) == []  # this environment builds
+    old = dist.stale_build_requirements(folders, lambda name: "68.0")
+    assert old == ["setuptools 68.0 (needs setuptools>=77)"]
+    assert dist.stale_build_requirements(folders[:1], lambda name: None) == [
+        "setuptools not installed (needs setuptools>=77)"
+    ]

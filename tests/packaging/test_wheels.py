@@ -215,3 +215,82 @@ def test_the_demo_config_trains_a_few_steps_by_name(venv: Venv) -> None:
     venv.run("openenv-train", "configs", "grpo_blackjack_cpu_async", "--copy", ".")
     copied = venv.work / "grpo_blackjack_cpu_async.yaml"
     assert copied.read_text() == (ROOT / "configs" / copied.name).read_text()
+
+
+def _own_env_section() -> str:
+    text = (ROOT / "docs" / "tutorials" / "own-env.md").read_text()
+    start = text.index("## Train GRPO on your own env")
+    end = text.find("\n## ", start + 10)
+    return text[start : end if end > 0 else len(text)]
+
+
+def test_a_newcomer_trains_views_evaluates_and_replays_their_own_env(venv: Venv) -> None:
+    """The newcomer's path of issue 36, from the wheels alone: the own-env tutorial's scaffold,
+    reward, spec and config; ``validate .``; a few training steps; ``view`` answering with its
+    first view inline; ``eval --k``; and ``replay`` of that eval exiting 0."""
+    import yaml
+
+    section = _own_env_section()
+    spec_code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    config = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, flags=re.S).group(1))
+    venv.run("openenv-train", "init", "countdown")
+    project = venv.work / "countdown"
+    env_file = project / "countdown" / "server" / "environment.py"
+    env_file.write_text(
+        env_file.read_text().replace(
+            "reward=float(self._total)",
+            "reward=(1.0 if self._total == self._target else -1.0) if done else 0.0",
+        )
+    )
+    (project / "countdown" / "text_spec.py").write_text(spec_code)
+    config["model"] = {"warmup_steps": 60, "warmup_batch_size": 32}
+    config["grpo"].update(max_steps=2, per_device_train_batch_size=32, logging_steps=1)
+    config["eval"].update(every=2, episodes=16, periodic_episodes=16)
+    (project / "countdown.yaml").write_text(yaml.safe_dump(config))
+
+    def in_project(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [str(venv.root / "bin" / "openenv-train"), *args],
+            cwd=project,
+            env=venv.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        assert done.returncode == 0, f"{args} -> {done.returncode}\n{done.stdout}{done.stderr}"
+        return done
+
+    report = json.loads(in_project("validate", ".", "--json").stdout)
+    assert report["passed"] is True, report
+    in_project("train", "countdown.yaml", timeout=400)
+    run = project / "runs" / "countdown"
+    assert (run / "model" / "config.json").is_file()
+
+    port = _free_port()
+    viewer = subprocess.Popen(
+        [str(venv.root / "bin" / "openenv-train"), "view", "runs/countdown", "--port", str(port)],
+        cwd=project,
+        env=venv.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert viewer.poll() is None, viewer.stderr.read() if viewer.stderr else ""
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "openenv-train view never answered"
+                time.sleep(0.5)
+        assert page.status_code == 200 and 'id="preload"' in page.text and "countdown" in page.text
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)
+
+    done = in_project("eval", "runs/countdown/model", "--k", "2", "--tasks", "4")
+    assert "pass@2" in done.stdout
+    replay = in_project("replay", "runs/countdown/eval/trajectories_k2.jsonl")
+    assert "replayed 8 episodes: 0 reward(s) differ" in replay.stdout

@@ -76,3 +76,17 @@ def test_every_env_gets_a_random_baseline(urls: list[str]) -> None:
     assert random["episodes"] == 64 and random["invalid"] == 0
     assert 0.1 < random["win_rate"] < 0.9  # a random player wins some games, not all
     assert random_baseline(cfg, tokenizer, urls, 64, seed=3) == first
+
+
+def test_the_eval_seed_wins_over_a_seed_the_spec_returns() -> None:
+    """A spec whose ``reset_kwargs`` returns its own ``seed`` (say, from the GRPO group) would
+    otherwise deal the same games at every eval whatever ``eval.seed`` says; other keys stay."""
+
+    class OwnSeed(ReadmeSpec):
+        def reset_kwargs(self, prompt: Any, group: int, row: int) -> dict[str, Any]:
+            return {"seed": group, "target": 7}
+
+    cfg = SimpleNamespace(make_spec=OwnSeed)
+    spec = seeded_spec(cfg, 100)  # type: ignore[arg-type]
+    assert spec.reset_kwargs("eval", 0, 3) == {"seed": 103, "target": 7}
+    assert seeded_spec(cfg, 500).reset_kwargs("eval", 0, 3)["seed"] == 503  # type: ignore[arg-type]

@@ -93,3 +93,17 @@ def test_view_command_names_a_missing_folder(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 2 and "is not a folder" in out.stdout
+
+
+def test_the_first_view_draws_without_a_fetch(serve_app: Any, page: Any, runs: list[Path]) -> None:
+    """The page carries its first view's data (a headless screenshot taken as soon as the
+    scripts ran is not an empty page waiting on /api); later refreshes fetch (issue 36)."""
+    server = serve_app(create_viewer(runs[:1]))
+    html = httpx.get(server.url + "/").text
+    assert '<script id="preload" type="application/json">' in html and "run_a" in html
+    fetched: list[str] = []
+    page.route("**/api/**", lambda route: (fetched.append(route.request.url), route.abort()))
+    page.goto(server.url + "/")
+    page.locator(".chart[data-title=win] path.series").first.wait_for(timeout=5_000)
+    assert page.locator("#runs").inner_text() == str(runs[0])
+    assert fetched == []

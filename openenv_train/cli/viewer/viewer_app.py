@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 STATIC = Path(__file__).parent / "static"
@@ -75,6 +75,37 @@ def trajectory_steps(run: Path) -> list[int]:
     return sorted(steps)
 
 
+def api_answers(runs: list[Path]) -> dict[str, Any]:
+    """What each ``/api`` URL answers now, by URL: the page's first view, sent with the page."""
+    out: dict[str, Any] = {
+        "/api/runs": [{"id": i, "name": r.name, "path": str(r)} for i, r in enumerate(runs)]
+    }
+    for i, run in enumerate(runs):
+        out[f"/api/runs/{i}"] = run_files(run)
+        out[f"/api/runs/{i}/metrics"] = read_jsonl(run / "metrics.jsonl")
+        out[f"/api/runs/{i}/episodes"] = run_episodes(run)
+    return out
+
+
+def preloaded_page(runs: list[Path]) -> str:
+    """The page with the runs' data inline, so its first view draws without waiting on a fetch
+    (later refreshes fetch the API)."""
+    data = json.dumps(api_answers(runs)).replace("</", "<\\/")  # no early </script>
+    tag = f'<script id="preload" type="application/json">{data}</script>\n'
+    html = (STATIC / "viewer.html").read_text()
+    return html.replace(
+        '<script src="/static/chart.js">', tag + '<script src="/static/chart.js">', 1
+    )
+
+
+def run_episodes(run: Path) -> list[dict[str, Any]]:
+    """Every recorded eval episode of ``run``, in step order."""
+    rows: list[dict[str, Any]] = []
+    for step in trajectory_steps(run):
+        rows += read_jsonl(run / "trajectories" / f"step_{step:06d}.jsonl")
+    return rows
+
+
 def create_viewer(runs: list[Path]) -> Starlette:
     """The app over ``runs`` (run folders); run ``i`` of the API is ``runs[i]``."""
     for run in runs:
@@ -93,7 +124,7 @@ def create_viewer(runs: list[Path]) -> Starlette:
         return runs[index]
 
     async def index(_request: Request) -> Response:
-        return FileResponse(STATIC / "viewer.html", media_type="text/html")
+        return HTMLResponse(preloaded_page(runs))
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
@@ -112,11 +143,7 @@ def create_viewer(runs: list[Path]) -> Starlette:
         return JSONResponse(read_jsonl(pick(request) / "metrics.jsonl"))
 
     async def episodes(request: Request) -> Response:
-        run = pick(request)
-        rows = []
-        for step in trajectory_steps(run):
-            rows += read_jsonl(run / "trajectories" / f"step_{step:06d}.jsonl")
-        return JSONResponse(rows)
+        return JSONResponse(run_episodes(pick(request)))
 
     async def not_found(_request: Request, _exc: Exception) -> Response:
         return JSONResponse({"error": "no such run"}, status_code=404)

@@ -8,7 +8,12 @@ const el = (tag, attrs = {}, text) => {
   if (text !== undefined) e.textContent = text;
   return e;
 };
-const getJSON = async (url) => { const r = await fetch(url); if (!r.ok) throw new Error(url + ": " + r.status); return r.json(); };
+// The first view's data comes inline with the page (#preload): it draws without a fetch.
+const PRELOAD = (() => { const p = document.getElementById("preload"); return p ? JSON.parse(p.textContent) : {}; })();
+const getJSON = async (url) => {
+  if (url in PRELOAD) { const data = PRELOAD[url]; delete PRELOAD[url]; return data; }
+  const r = await fetch(url); if (!r.ok) throw new Error(url + ": " + r.status); return r.json();
+};
 const state = { runs: [], info: [], metrics: [], episodes: [], signature: "", opened: null };
 const NOT_CURVES = new Set(["kind", "step", "time_s", "episodes", "wall_s", "hands", "games"]);
 // Training charts: [title, row kind, key]; keys a run lacks are left out.
