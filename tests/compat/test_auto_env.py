@@ -20,8 +20,8 @@ from openenv_train.catalog import (
     installed_version,
     reset_discovery,
 )
-from openenv_train.client import GenericAction, GenericEnvClient
-from openenv_train.openenv import AutoAction, AutoEnv, HubUnreachableError
+from openenv_train.client import GenericAction
+from openenv_train.openenv import AutoAction, AutoEnv, GenericEnvClient, HubUnreachableError
 from openenv_train.openenv.auto import reachable
 from openenv_train.runtime import container_engine as ce
 
