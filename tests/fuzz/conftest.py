@@ -39,7 +39,8 @@ def fuzz_server(request: pytest.FixtureRequest) -> Iterator[FuzzServer]:
 @pytest.fixture(scope="module")
 def session(fuzz_server: FuzzServer) -> Iterator[Any]:
     """An honest standard ``/ws`` session, open for the whole module beside what is fuzzed."""
-    with connect(fuzz_server.ws_url, max_size=2**24, compression=None) as ws:
+    # no keepalive pings: they draw from `random` mid-example, which Hypothesis flags
+    with connect(fuzz_server.ws_url, max_size=2**24, compression=None, ping_interval=None) as ws:
         ws.send('{"type": "reset"}')
         assert json.loads(ws.recv(timeout=10))["type"] == "observation"
         yield ws
