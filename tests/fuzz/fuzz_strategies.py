@@ -257,6 +257,24 @@ def sub_frames(draw: st.DrawFn, action_schema: dict[str, Any]) -> Any:
     return frame
 
 
+#: Valid frames any env answers, for runs on one session number.
+_RUN_FRAMES = {
+    "state": {"type": "state"},
+    "reset": {"type": "reset"},
+    "close": {"type": "close"},
+    "mcp": {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
+}
+
+
+@st.composite
+def session_runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Valid sub-frames in a row on one (non-honest) session number, closes among them: the
+    orderings where a frame waits on the number's opening or queues behind its close."""
+    key = draw(session_numbers.filter(lambda k: k != HONEST_SESSION))
+    kinds = draw(st.lists(st.sampled_from(sorted(_RUN_FRAMES)), min_size=2, max_size=5))
+    return [{**_RUN_FRAMES[kind], "session": key} for kind in kinds]
+
+
 #: Sub-frames a bulk message repeats: cheap ones, answered or not.
 _BULK_UNITS = [
     {"session": HONEST_SESSION, "type": "state"},
@@ -292,9 +310,12 @@ def batch_messages(draw: st.DrawFn, action_schema: dict[str, Any], max_frames: i
                 )
             )
         )
-    text = json.dumps(
-        {"type": "batch", "frames": draw(st.lists(sub_frames(action_schema), max_size=10))}
-    )
+    frames = draw(st.lists(sub_frames(action_schema), max_size=10))
+    if draw(st.booleans()):  # runs of valid frames on one number: opened, closed, used after
+        for run in draw(st.lists(session_runs(), min_size=1, max_size=3)):
+            at = draw(st.integers(0, len(frames)))
+            frames[at:at] = run
+    text = json.dumps({"type": "batch", "frames": frames})
     return draw(mutate_text(text)) if kind == "mutated" else text
 
 

@@ -23,7 +23,7 @@ import httpx
 import psutil
 import pytest
 import websockets
-from server_envs import AddAction, CounterEnv, CounterState, TotalObservation
+from server_envs import AddAction, AsyncCounterEnv, CounterEnv, CounterState, TotalObservation
 from server_helpers import masked_frame, wait_until
 from websockets.sync.client import connect
 
@@ -326,8 +326,11 @@ async def test_a_batch_frame_queued_behind_its_session_close_never_reaches_the_e
         ]
 
 
-async def test_a_close_that_waited_on_its_session_opening_has_no_reply(serve_app):
-    s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, CounterState))
+@pytest.mark.parametrize("env_cls", [CounterEnv, AsyncCounterEnv])
+async def test_a_close_that_waited_on_its_session_opening_has_no_reply(serve_app, env_cls):
+    # the async env's state never suspends: the first close ends the session before the second
+    # wakes from the opening; the thread-run one's second close queues on the session instead
+    s = serve_app(create_app(env_cls, AddAction, TotalObservation, CounterState))
     async with websockets.connect(s.ws_url, subprotocols=[BATCH_SUBPROTOCOL]) as ws:
         close = {"session": 1, "type": "close"}  # both wait while session 1 is being opened
         await ws.send(_batch({"session": 1, "type": "state"}, close, close).decode())
