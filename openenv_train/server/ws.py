@@ -52,6 +52,12 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 #: The error a frame on a session closed under its socket gets (then the socket closes).
 SESSION_GONE = "Session was closed (idle timeout or openenv/session/close); reconnect"
 _GONE_FRAME = error_frame_json(ErrorCode.SESSION_ERROR, SESSION_GONE)
+#: The error a frame gets when its session was closed while it waited for the session (a batch
+#: message's ``close`` ahead of it): it never reaches the closed env.
+_CLOSED_FRAME = error_frame_json(
+    ErrorCode.SESSION_ERROR,
+    "Session was closed while this request waited for it; start a new session",
+)
 _FRAME_KEYS = {
     "reset": frozenset({"type", "data"}),
     "step": frozenset({"type", "data"}),
@@ -188,6 +194,8 @@ class WebSocketEndpoint:
         try:
             await lock.acquire()  # (not `async with`: two coroutines fewer per frame)
             try:
+                if session.closed:  # closed while this frame waited (a batch close queued first)
+                    return CLOSE if kind == "close" else _CLOSED_FRAME
                 if kind == "step":
                     return await self._step(session, msg.get("data"))
                 if kind == "reset":

@@ -169,7 +169,8 @@ class BatchConnection:
         if session_gone(session):
             self.sessions.pop(key, None)
             await self.manager.destroy(session)
-            self._reply(key, self._gone())
+            if sub.get("type") != "close":  # (a close that waited on an opening closed since)
+                self._reply(key, self._gone())
             return
         reply = await self.endpoint.handle(session, sub)
         if reply is CLOSE:

@@ -3,11 +3,14 @@ the long one (``--hypothesis-profile=long``)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -31,3 +34,13 @@ def fuzz_server(request: pytest.FixtureRequest) -> Iterator[FuzzServer]:
         server.assert_healthy_and_empty()
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def session(fuzz_server: FuzzServer) -> Iterator[Any]:
+    """An honest standard ``/ws`` session, open for the whole module beside what is fuzzed."""
+    # no keepalive pings: they draw from `random` mid-example, which Hypothesis flags
+    with connect(fuzz_server.ws_url, max_size=2**24, compression=None, ping_interval=None) as ws:
+        ws.send('{"type": "reset"}')
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        yield ws

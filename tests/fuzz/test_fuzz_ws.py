@@ -17,29 +17,16 @@ from fuzz_strategies import (
     action_strategy,
     frames,
     mutate_text,
+    reply_bound,
     reset_bodies,
     rpc_requests,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from websockets.sync.client import connect
 
 pytestmark = pytest.mark.fuzz  # the run-wide --timeout applies (make fuzz raises it)
 
 REPLY_TYPES = {"observation", "state", "error", "mcp"}
-
-
-def _bound(request_size: int) -> int:
-    """Observations may echo the request (the echo env does); errors never may."""
-    return ERROR_REPLY_MAX + 2 * request_size
-
-
-@pytest.fixture(scope="module")
-def session(fuzz_server: FuzzServer):
-    with connect(fuzz_server.ws_url, max_size=2**24, compression=None) as ws:
-        ws.send('{"type": "reset"}')
-        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
-        yield ws
 
 
 def test_ws_frames(fuzz_server: FuzzServer, session: Any) -> None:
@@ -50,7 +37,7 @@ def test_ws_frames(fuzz_server: FuzzServer, session: Any) -> None:
         reply = session.recv(timeout=30)
         msg = json.loads(reply)
         assert msg["type"] in REPLY_TYPES, reply[:300]
-        limit = ERROR_REPLY_MAX if msg["type"] == "error" else _bound(len(frame))
+        limit = ERROR_REPLY_MAX if msg["type"] == "error" else reply_bound(len(frame))
         assert len(reply) <= limit, (msg["type"], len(reply), reply[:300])
         if msg["type"] == "error":
             assert msg["data"]["code"] in {
@@ -91,7 +78,7 @@ def test_http_bodies(fuzz_server: FuzzServer) -> None:
                 path != "/mcp" and r.json()["detail"]["code"] == "EXECUTION_ERROR"
             ), (r.status_code, r.text[:300])
             assert r.headers["content-type"].startswith("application/json")
-            limit = ERROR_REPLY_MAX if r.status_code >= 400 else _bound(len(raw))
+            limit = ERROR_REPLY_MAX if r.status_code >= 400 else reply_bound(len(raw))
             assert len(r.content) <= limit, (r.status_code, len(r.content))
             r.json()
             assert client.get("/health").status_code == 200  # same keep-alive connection
