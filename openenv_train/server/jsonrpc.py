@@ -200,7 +200,8 @@ class McpHandler:
         if session.attached:
             session.pending_close = True
             return rpc_result({"session_id": sid, "closed": False, "closing": True}, req_id)
-        await self.manager.destroy(session)
+        async with session.lock:  # calls running or queued on the session finish first (FIFO)
+            await self.manager.destroy(session)
         return rpc_result({"session_id": sid, "closed": True}, req_id)
 
     async def _tools(
@@ -246,6 +247,13 @@ class McpHandler:
                 session.enter()
                 try:
                     async with session.lock:
+                        if session.closed:  # a close got the session first
+                            return rpc_error(
+                                JsonRpcCode.INVALID_PARAMS,
+                                f"Session {bounded_text(session.id)} was closed while this "
+                                "request waited for it; start a new session",
+                                req_id,
+                            )
                         obs = await _run(session.env, action, direct)
                 finally:
                     session.busy -= 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -274,3 +276,39 @@ def test_http_session_is_reaped(serve_app):
     wait_until(lambda: httpx.get(s.url + "/health").json()["active_sessions"] == 0)
     wait_until(lambda: REG.closed == 1, what="env.close() of the reaped session")
     assert json.loads(httpx.get(s.url + "/sessions").text)["reaped"] == 1
+
+
+class SlowTools(MCPEnvironment):
+    """A tool that takes a while; every instance logs its calls and its close, in order."""
+
+    log: list[str] = []
+
+    @tool
+    async def wait(self, seconds: float) -> str:
+        """Sleep, then answer."""
+        SlowTools.log.append("call start")
+        await asyncio.sleep(seconds)
+        SlowTools.log.append("call end")
+        return "done"
+
+    def close(self) -> None:
+        SlowTools.log.append("close")
+
+
+def test_http_session_close_waits_for_its_calls_and_later_calls_see_it_closed(serve_app):
+    """``openenv/session/close`` over HTTP ran ``env.close()`` under a ``tools/call`` still running
+    on that session (and a call queued behind it then ran on the closed env)."""
+    SlowTools.log = []
+    s = serve_app(create_app(SlowTools, CallToolAction, CallToolObservation))
+    sid = post(s, "openenv/session/create")["result"]["session_id"]
+    call = {"name": "wait", "arguments": {"seconds": 0.6}, "session_id": sid}
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(post, s, "tools/call", call)
+        wait_until(lambda: SlowTools.log == ["call start"], timeout=5, what="the call to start")
+        closing = pool.submit(post, s, "openenv/session/close", {"session_id": sid})
+        time.sleep(0.1)  # the close is waiting on the session now (or, before the fix, done)
+        late = post(s, "tools/call", {**call, "arguments": {"seconds": 0}})
+        assert first.result()["result"]["data"] == "done"
+        assert closing.result()["result"] == {"session_id": sid, "closed": True}
+    assert SlowTools.log == ["call start", "call end", "close"]  # nothing ran on a closed env
+    assert late["error"]["code"] == -32602 and "closed" in late["error"]["message"]
