@@ -8,10 +8,17 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= configs/grpo_blackjack_cpu_async.yaml
 PYTEST_ARGS ?=
+# test files run side by side in this many worker processes (pytest-xdist; most tests wait on
+# servers, containers and subprocesses, so more workers than the 2 cores pay off)
+TEST_WORKERS ?= 4
+XDIST = -n $(TEST_WORKERS) --dist loadgroup
+# the order plugin (pytest-randomly) is installed for `make test-random`; the other runs keep the
+# files' order, so a failure reproduces by its test name alone
+ORDERED = -p no:randomly
 # every env package under envs/ (editable), so the catalog lists them all
 ENV_PACKAGES = $(foreach p,$(sort $(wildcard envs/*/pyproject.toml)),-e $(patsubst %/,%,$(dir $(p))))
 
-.PHONY: setup demo test test-main test-vllm lint bench fuzz clean engines engines-ready config-table \
+.PHONY: setup demo test test-main test-vllm check test-random prometheus-ready lint bench fuzz clean engines engines-ready config-table \
 	docs docs-gen browser-ready screenshots dist
 
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
@@ -28,8 +35,22 @@ demo: setup
 
 test: test-main test-vllm
 
-test-main: setup engines-ready browser-ready
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+# The Ray tests (a multi-node cluster whose node-failure timings need the CPU) run after the
+# others, on their own; every other file runs side by side.
+test-main: setup engines-ready browser-ready prometheus-ready
+	$(BIN)/python -m pytest tests --ignore=tests/ray $(XDIST) $(ORDERED) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/ray $(ORDERED) $(PYTEST_ARGS)
+
+# The quick loop while editing (under 2 minutes): lint, then the tests that start no server
+# process, container, browser or training run (the `quick` marker: tests/quick.txt lists them).
+check: setup
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/python -m pytest tests -m quick $(XDIST) $(ORDERED) -q $(PYTEST_ARGS)
+
+# The main suite in a random order (pytest-randomly; a seed is printed to replay an order).
+test-random: setup engines-ready browser-ready prometheus-ready
+	$(BIN)/python -m pytest tests --ignore=tests/ray $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/ray $(PYTEST_ARGS)
 
 test-vllm:
 	bash scripts/ci_vllm.sh
@@ -50,6 +71,13 @@ browser-ready:
 	@if [ "$$(id -u)" = 0 ]; then bash scripts/browser.sh; \
 	elif ! command -v chromium >/dev/null && [ -z "$$OPENENV_TRAIN_CHROMIUM" ]; then \
 	echo "no chromium for tests/web: run 'sudo bash scripts/browser.sh'"; exit 1; fi
+
+# Before the suite: as root, install Debian's prometheus for the scrape tests (tests/observe);
+# otherwise stop here, with the fix, when there is none.
+prometheus-ready:
+	@if [ "$$(id -u)" = 0 ]; then bash scripts/prometheus.sh; \
+	elif ! command -v prometheus >/dev/null; then \
+	echo "no prometheus for tests/observe: run 'sudo bash scripts/prometheus.sh'"; exit 1; fi
 
 # docs/img's pictures of the env playground and the run viewer, taken in headless Chromium.
 screenshots: setup browser-ready

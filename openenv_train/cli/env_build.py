@@ -7,6 +7,7 @@ The context is the env folder plus ``.openenv_train/``: the framework this comma
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import shutil
 import tempfile
@@ -18,12 +19,16 @@ from typing import Any
 import openenv_train
 
 from ..runtime import container_engine as ce
+from ..runtime.package_requirements import folder_install_requirements, own_requirements
 from .errors import BuildError as BuildError
 
 IGNORE = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".venv", ".git", ".pytest_cache", "build", "dist"
 )
 
+
+#: the build backend of the framework's staged pyproject
+FRAMEWORK_BUILD = "setuptools>=68"
 
 #: The base image ``make engines`` builds on this machine (scripts/container_engines.sh).
 LOCAL_BASE_IMAGE = "openenv-train-base:py3.11-bookworm"
@@ -55,15 +60,10 @@ def env_package(path: Path) -> str:
 
 
 def _framework_pyproject() -> str:
-    reqs = [
-        r
-        for r in importlib.metadata.requires("openenv-train") or []
-        if "extra ==" not in r and "extra==" not in r
-    ]
-    deps = ", ".join(f'"{r}"' for r in reqs)
+    deps = ", ".join(json.dumps(r) for r in own_requirements())  # a marker's quotes escaped
     version = importlib.metadata.version("openenv-train")
     return (
-        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        f'[build-system]\nrequires = ["{FRAMEWORK_BUILD}"]\nbuild-backend = "setuptools.build_meta"\n\n'
         f'[project]\nname = "openenv-train"\nversion = "{version}"\nrequires-python = ">=3.10"\n'
         f"dependencies = [{deps}]\n\n"
         '[tool.setuptools.packages.find]\ninclude = ["openenv_train*"]\n'
@@ -71,11 +71,19 @@ def _framework_pyproject() -> str:
 
 
 def stage_context(env_dir: Path, dest: Path) -> Path:
-    """Copy ``env_dir`` and the framework into ``dest``; returns ``dest``."""
+    """Copy ``env_dir`` and the framework into ``dest``; returns ``dest``.
+
+    ``.openenv_train/requirements.txt`` lists every third-party package the two need (the env's
+    dependencies, openenv-train's with the extras the env names, both build backends): the
+    Dockerfile installs it in a layer of its own, so a build after a change to the code alone
+    reuses that layer instead of downloading and compiling every dependency again."""
     shutil.copytree(env_dir, dest, ignore=IGNORE, dirs_exist_ok=True)
     vendor = dest / ".openenv_train"
     shutil.copytree(Path(openenv_train.__file__).parent, vendor / "openenv_train", ignore=IGNORE)
     (vendor / "pyproject.toml").write_text(_framework_pyproject())
+    needs = folder_install_requirements(Path(env_dir))
+    if needs is not None:
+        (vendor / "requirements.txt").write_text("\n".join([FRAMEWORK_BUILD, *needs]) + "\n")
     return dest
 
 

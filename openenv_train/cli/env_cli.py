@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.console import Console
 
-from . import serve_ray
+from . import serve_ray, serve_venv
 from .main import CLIError
 
 console = Console(stderr=True)
@@ -138,11 +138,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         args.app = app
         return cmd_serve_ray(args, CLIError)
+    if args.venv and args.runtime != "local":
+        raise CLIError(f"--venv serves a local process; drop it with --runtime {args.runtime}")
     if args.runtime == "local":
         from .serve_local import serve_local
+        from .serve_venv import exec_in_venv
 
         try:
-            serve_local(app, env_dir, args)
+            (exec_in_venv if args.venv else serve_local)(app, env_dir, args)
         except LookupError as e:
             raise CLIError(str(e)) from None
         return 0
@@ -257,6 +260,7 @@ def register(sub: Any) -> None:  # argparse's subparsers object
     p.add_argument("--image", default=None, help="container image (default: build PATH first)")
     p.add_argument("--base-image", default=None, help="BASE_IMAGE when serve builds the image")
     serve_ray.add_arguments(p)  # --replicas, --ray-address, ... (--runtime ray)
+    serve_venv.add_arguments(p)  # --venv, --venv-requirement, --venv-cache (local runtime)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("build", help="build an env's image; prints its size and layer count")

@@ -9,6 +9,7 @@
     openenv-train validate PATH|URL|IMAGE [--json]   static, runtime, hardening checks
     openenv-train eval MODEL_DIR [--recipe R]  evaluate a saved model with its recipe's evaluator
     openenv-train eval MODEL_DIR --k K         pass@k and mean@k per env, trajectories as JSONL
+    openenv-train eval URL --k K --env ENV     the same for a model behind an OpenAI-compatible URL
     openenv-train replay TRAJ.jsonl            replay stored trajectories, report differing rewards
     openenv-train envs [NAME] [--json]         installed envs with their action/observation schema
     openenv-train config-keys RECIPE           every config key of a recipe (type, default, meaning)
@@ -43,7 +44,7 @@ from .envs_cmd import register as register_envs
 from .errors import CLIError as CLIError
 from .export_cmd import register as register_export
 from .overrides import OverrideError, apply_overrides, check_resume_config
-from .passk_cmd import add_eval_arguments, passk
+from .passk_cmd import add_eval_arguments, endpoint_passk, passk
 from .passk_cmd import register as register_replay
 from .recipes import RecipeError, available_recipes, get_recipe, recipe_lines
 from .view_cmd import register as register_view
@@ -127,6 +128,11 @@ def _resume(cfg: object, recipe: str, run_dir: str | bool) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.model.startswith(("http://", "https://")):  # an OpenAI-compatible endpoint
+        try:
+            return endpoint_passk(args)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     model_dir = Path(args.model)
     if not any((model_dir / f).is_file() for f in ("config.json", "adapter_config.json")):
         raise CLIError(
@@ -238,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_env_commands(sub)  # init, serve, build, validate
 
     p = sub.add_parser("eval", help="evaluate a saved model with its recipe's evaluator")
-    p.add_argument("model", help="model folder (runs/<name>/model)")
+    p.add_argument(
+        "model", help="model folder (runs/<name>/model) or an OpenAI-compatible endpoint URL"
+    )
     p.add_argument("--recipe", default=None, help="recipe name (default: the run's config.json)")
     p.add_argument(
         "--episodes", "--hands", type=int, default=None, help="episodes (default: the recipe's)"

@@ -2,6 +2,7 @@
 ``openenv-train replay TRAJ.jsonl``: the stored answers played again, differing rewards reported.
 
     openenv-train eval runs/NAME/model --k 8 --tasks 64 [--json] [--trajectories OUT.jsonl]
+    openenv-train eval http://HOST:PORT/v1 --served-model NAME --tokenizer DIR --env ENV --k 8
     openenv-train replay OUT.jsonl [--app ENV=module:app] [--url ENV=URL] [--json]
 """
 
@@ -35,7 +36,7 @@ def passk(args: argparse.Namespace) -> int:
     from ..policy.tiny import load_tiny_model
     from ..policy.transformers_policy import TransformersPolicy
     from ..rollout.episode import RolloutConfig
-    from ..training.passk import results_rows, targets_of_run, write_jsonl
+    from ..training.passk import targets_of_run
     from ..training.passk_eval import PassAtKEval
 
     model_dir = Path(args.model)
@@ -70,10 +71,63 @@ def passk(args: argparse.Namespace) -> int:
             model=str(model_dir),
         )
     )
-    report, rows = result["scores"], passk_eval.trajectories
-    out = Path(args.trajectories or model_dir.parent / "eval" / f"trajectories_k{args.k}.jsonl")
+    return write_report(args, result, passk_eval.trajectories, model_dir.parent / "eval", seed)
+
+
+def endpoint_passk(args: argparse.Namespace) -> int:
+    """``eval URL --k K --env ENV``: pass@k of the model an OpenAI-compatible ``/v1/completions``
+    server serves (``--served-model``; ``--tokenizer``: its tokenizer's folder, for token ids) on
+    catalog envs that name a text spec. Tasks, trajectories and the result as for a saved model."""
+    from ..catalog import get_entry
+    from ..policy.openai_policy import OpenAICompatiblePolicy
+    from ..policy.tiny import load_tiny_tokenizer
+    from ..rollout.episode import RolloutConfig
+    from ..training.passk import EvalTarget
+    from ..training.passk_eval import PassAtKEval
+
+    if args.k is None or not args.env or not args.tokenizer:
+        raise ValueError("eval URL: give --k K, --env ENV (one or more) and --tokenizer DIR")
+    targets = []
+    for name in args.env:
+        entry = get_entry(name)
+        if entry.text_spec_path is None:
+            raise ValueError(f"--env {name}: its catalog entry names no text spec to evaluate with")
+        targets.append(EvalTarget(name, app=entry.app, spec=entry.text_spec_path))
+    tokenizer = load_tiny_tokenizer(args.tokenizer)
+    policy = OpenAICompatiblePolicy(args.model, args.served_model, tokenizer=tokenizer)
+    config = RolloutConfig(
+        temperature=args.temperature,
+        max_turns=args.max_turns,
+        max_new_tokens=args.max_new_tokens,
+        max_episode_tokens=args.max_episode_tokens,
+        episode_seed=args.seed or 0,
+    )
+    seed = args.seed or 0
+    passk_eval = PassAtKEval(policy, targets)
+    result = passk_eval.run_config(
+        passk_eval.config(
+            tasks=args.tasks,
+            k=args.k,
+            seed=seed,
+            threshold=args.threshold,
+            rollout=config,
+            model=f"{args.model} ({args.served_model})",
+        )
+    )
+    return write_report(args, result, passk_eval.trajectories, Path("eval"), seed)
+
+
+def write_report(
+    args: argparse.Namespace, result: dict[str, Any], rows: list[Any], folder: Path, seed: int
+) -> int:
+    """Write the trajectories and the result; print the table (or ``--json``)."""
+    from ..training.passk import results_rows, write_jsonl
+
+    model_dir = args.model
+    report = result["scores"]
+    out = Path(args.trajectories or folder / f"trajectories_k{args.k}.jsonl")
     write_jsonl(out, rows)
-    result_path = Path(args.result or model_dir.parent / "eval" / f"result_k{args.k}.json")
+    result_path = Path(args.result or folder / f"result_k{args.k}.json")
     result_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.write_text(json.dumps(result, indent=2))
     if args.json:
@@ -163,6 +217,13 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--env", action="append", default=None, help="only this env of the run (--k)")
     p.add_argument("--json", action="store_true", help="print the pass@k report as JSON (--k)")
+    p.add_argument("--served-model", default="default", help="model name at an endpoint URL")
+    p.add_argument("--tokenizer", default=None, help="the endpoint model's tokenizer folder")
+    p.add_argument("--max-turns", type=int, default=16, help="turns per episode (endpoint URL)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="tokens a turn (endpoint URL)")
+    p.add_argument(
+        "--max-episode-tokens", type=int, default=4096, help="tokens an episode (endpoint URL)"
+    )
     p.add_argument(
         "--trajectories",
         default=None,

@@ -14,11 +14,12 @@ from typing import Any
 def cmd_view(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from ..core.auth import token_from_env
     from .serve_local import free_port
     from .viewer import create_viewer
 
     try:
-        app = create_viewer([Path(r) for r in args.runs])
+        app = create_viewer([Path(r) for r in args.runs], args.live, token_from_env())
     except ValueError as err:
         print(f"openenv-train view: error: {err}")
         return 2
@@ -35,4 +36,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("runs", nargs="+", help="run folders (runs/<name>); two or more are overlaid")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument(
+        "--live",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an env server (or a trainer's metrics_port) whose /metrics the Live tab shows; "
+        "repeat for more (token: OPENENV_TRAIN_TOKEN)",
+    )
     p.set_defaults(func=cmd_view)

@@ -28,6 +28,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from ..core.errors import ConnectionLostError
+from .trace_context import current_traceparent
 
 if TYPE_CHECKING:
     from .transport import WebSocketOptions
@@ -203,6 +204,9 @@ class BatchTransport:
     async def request(self, text: str, timeout: float | None) -> dict[str, Any]:
         """Send one standard frame and return its decoded reply frame (``asyncio.TimeoutError``
         when none came within ``timeout``)."""
+        parent = current_traceparent()
+        if parent is not None:  # our extension's per-frame trace context (many sessions share it)
+            text = '{"traceparent":"' + parent + '",' + text.lstrip()[1:]
         return await self.channel.submit(self.key, text, timeout)
 
     def abort(self) -> None:

@@ -18,6 +18,7 @@ import httpx
 from ..core.auth import client_token
 from .errors import JsonRpcCallError as JsonRpcCallError
 from .errors import McpHttpError as McpHttpError
+from .trace_context import current_traceparent
 
 
 def mcp_url(base_url: str) -> str:
@@ -60,7 +61,9 @@ class McpHttpSession:
                 timeout=self.timeout, trust_env=False, headers=self.headers
             )
         try:
-            response = await self._http.post(self.url, json=body)
+            parent = current_traceparent()  # W3C trace context, while a span is current
+            headers = {"traceparent": parent} if parent is not None else None
+            response = await self._http.post(self.url, json=body, headers=headers)
             reply = response.json()
         except (httpx.HTTPError, ValueError) as exc:  # some (ReadError) have an empty message
             why = str(exc) or "no reply (the connection closed)"

@@ -31,6 +31,7 @@ from ..core.auth import HideAuthorization
 from ..core.errors import CapacityReachedError, RequestTimeoutError
 from ..core.loopback import is_loopback
 from .errors import ServerUnreachableError as ServerUnreachableError
+from .trace_context import current_traceparent
 
 _timeout: Callable[[float | None], Any] | None = getattr(asyncio, "timeout", None)
 _CLOSE_TEXT = json.dumps(wire.CLOSE_FRAME)
@@ -124,6 +125,9 @@ class WebSocketOptions:
         headers = dict(self.headers)
         if self.token is not None:
             headers["Authorization"] = "Bearer " + self.token
+        parent = current_traceparent()
+        if parent is not None:  # W3C trace context on the handshake (a one-session connection)
+            headers["traceparent"] = parent
         if headers:
             kwargs["additional_headers"] = headers
         if "Authorization" in headers:

@@ -31,7 +31,15 @@ from .mcp_types import (
     ToolError,
     ToolErrorType,
 )
-from .models import Action, EnvironmentMetadata, Observation, State, StepResult
+from .models import (
+    Action,
+    EnvironmentMetadata,
+    Observation,
+    SeatObservation,
+    SeatState,
+    State,
+    StepResult,
+)
 
 __all__ = [
     "Action",
@@ -58,6 +66,8 @@ __all__ = [
     "ServerStartError",
     "SessionClosedError",
     "SessionError",
+    "SeatObservation",
+    "SeatState",
     "State",
     "StepResult",
     "Tool",

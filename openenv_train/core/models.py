@@ -39,6 +39,36 @@ class State(BaseModel):
     step_count: int = Field(default=0, ge=0)
 
 
+class SeatObservation(Observation):
+    """An observation of a game with seats: one session plays one game, and every observation
+    names the seat whose turn it is and shows only what that seat may see.
+
+    A session holds every seat (self-play: the client answers for ``current_player`` each
+    step) or one seat (``reset(seat=k, opponent=...)``: the server plays the other seats, so an
+    OpenEnv single-agent client sees an ordinary one-player episode). The top-level ``reward``
+    is the held seat's reward, or, holding every seat, the reward of the seat that just moved;
+    ``rewards`` has every seat's. The protocol page on seats says why one session per game.
+    """
+
+    #: seats in the game
+    num_players: int = Field(1, ge=1)
+    #: the seat to move next; None once the game is over
+    current_player: int | None = None
+    #: whose view this observation is (the held seat, or the seat to move)
+    seat: int | None = None
+    #: this step's reward per seat (the game's returns once it is over); empty at reset
+    rewards: list[float] = Field(default_factory=list)
+
+
+class SeatState(State):
+    """A seated game's bookkeeping: seats, the seat to move, the held seat (None: all)."""
+
+    num_players: int = Field(1, ge=1)
+    current_player: int | None = None
+    held_seat: int | None = None
+    returns: list[float] = Field(default_factory=list)
+
+
 ObsT = TypeVar("ObsT", bound=Observation)
 ActT = TypeVar("ActT", bound=Action)
 StateT = TypeVar("StateT", bound=State)

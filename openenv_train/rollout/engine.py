@@ -19,6 +19,7 @@ from ..core.errors import ConnectionLostError, InfrastructureError
 from ..policy.interface import Generation, Policy
 from .episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
 from .episode_runner import EpisodeRunner
+from .episode_spans import rollout_span
 from .groups import Attempt
 from .records import EpisodeRecord, MissingRewardError, RolloutBatch
 from .session_pool import PooledSession, SessionPool
@@ -126,7 +127,10 @@ class RolloutEngine(EpisodeRunner):
     async def _play(self, session: PooledSession, attempt: Attempt) -> EpisodeRecord:
         spec, cfg, client = self.spec, self.config, session.client
         t0 = time.perf_counter()
-        result = await client.reset(**spec.reset_kwargs(attempt.prompt, attempt.group, attempt.row))
+        with rollout_span("env.reset"):
+            result = await client.reset(
+                **spec.reset_kwargs(attempt.prompt, attempt.group, attempt.row)
+            )
         env = {"s": time.perf_counter() - t0, "steps": 0, "reward": None}
         if result.done:
             raise MissingRewardError(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..policy.interface import Generation, SamplingSettings
+from .episode_spans import traced_turns
 from .tokens import EpisodeTokens, Message, TokenCodec
 
 #: ``Episode.stop`` when ``max_turns`` or the episode token budget ended the episode.
@@ -148,6 +149,7 @@ async def play_episode(
     """
     slot = recorder.reserve() if recorder is not None else None
     last: list[Reply] = []
+    generate, respond = traced_turns(generate, respond)  # spans when tracing is on
     episode = await _loop(
         messages,
         generate,

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 from ..policy.interface import Policy
 from .batcher import GenerationBatcher
 from .episode import RolloutConfig, within
+from .episode_spans import traced_attempts
 from .groups import Attempt, run_groups
 from .records import EpisodeRecord, EpisodeTimeoutError, RolloutBatch
 from .tokens import TokenCodec
@@ -97,7 +98,7 @@ class EpisodeRunner(ABC):
         batch = await run_groups(
             list(prompts),
             group_size,
-            self._episode,
+            traced_attempts(self._episode),  # an `episode` span each, when tracing is on
             max_concurrency=cfg.max_concurrency,
             max_episode_retries=cfg.max_episode_retries,
             group_retries=cfg.group_retries,

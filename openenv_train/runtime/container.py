@@ -28,6 +28,8 @@ from typing import Any
 
 from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_server_token
 from ..core.errors import ServerStartError
+from ..server.session_cap import CAP_ENV
+from . import capacity
 from . import container_engine as ce
 from .health import Provider, wait_healthy
 from .launch import serve_argv
@@ -61,6 +63,8 @@ class ContainerProvider(Provider):
 
     ``app`` (an import path) overrides what the image serves, ``command`` the whole command;
     neither keeps the image's CMD.
+    ``container_port=None``: no server inside (a task sandbox driven by exec): nothing is
+    published, ``base_url`` is ``container://NAME`` and "healthy" means running.
     ``network="none"``: the container has no network at all (the engine's ``--network none``):
     no route out, none to the host's addresses, none to other containers. Its server is reached
     through a port on the host's 127.0.0.1 that this process relays into the container's own
@@ -87,7 +91,7 @@ class ContainerProvider(Provider):
         relax: Iterable[str] = (),
         startup_timeout: float = 60.0,
         log_lines: int = 50,
-        container_port: int = CONTAINER_PORT,
+        container_port: int | None = CONTAINER_PORT,
         host_port: int | None = None,
         token: str | None = None,
     ) -> None:
@@ -199,7 +203,11 @@ class ContainerProvider(Provider):
             config["command"] = serve_argv(self.app, self.container_port)
         # An init as PID 1 reaps every orphan (the engine's tini / catatonit), whatever the env runs.
         host: dict[str, Any] = {"init": True}
-        if self.network == "none":
+        if self.container_port is None:  # no server: nothing to publish or relay
+            del config["ports"]
+            if self.network is not None:
+                host["network_mode"] = self.network
+        elif self.network == "none":
             host["network_mode"] = "none"  # reached through a NetnsPort, never a published port
             del config["ports"]
         else:
@@ -219,7 +227,23 @@ class ContainerProvider(Provider):
             host["mem_limit"] = self.mem_limit
             host["pids_limit"] = self.pids_limit
             host["nano_cpus"] = int(self.cpus * 1e9)
+            config["environment"].setdefault(CAP_ENV, str(self.session_bound()))
+            if self.engine == "docker":  # Podman's API then also sets nproc, which a host
+                # without CAP_SYS_RESOURCE refuses; its containers keep the host's nofile
+                nofile = capacity.container_nofile(int(config["environment"][CAP_ENV]))
+                host["ulimits"] = [{"Name": "nofile", "Soft": nofile, "Hard": nofile}]
         return config, host
+
+    def session_bound(self) -> int:
+        """The sessions this container's server may hold (``capacity.session_bound``): its
+        memory limit, and Docker's port proxy (a local daemon's descriptor limit) when the port
+        is published through it; a client past it gets ``CAPACITY_REACHED``, never a dropped
+        handshake."""
+        proxied = self.network != "none" and self.engine == "docker"
+        return capacity.session_bound(
+            mem_limit_bytes=capacity.parse_bytes(self.mem_limit),
+            proxy_nofile=capacity.daemon_nofile("dockerd") if proxied else None,
+        )
 
     def _spawn(self) -> None:
         if self._created:
@@ -247,6 +271,9 @@ class ContainerProvider(Provider):
             ) from e
         self._owner_pid = os.getpid()
         self._finalizer = weakref.finalize(self, _finalize, self._client, self.name, os.getpid())
+        if self.container_port is None:
+            self.base_url = f"container://{self.name}"
+            return
         attrs = api.inspect_container(self.name)
         if self.network == "none":
             pid = int((attrs.get("State") or {}).get("Pid") or 0)
@@ -271,6 +298,10 @@ class ContainerProvider(Provider):
     def wait_healthy(self) -> None:
         """Poll ``GET /health``; on exit or timeout stop and raise with logs and exit code."""
         assert self.base_url is not None
+        if self.container_port is None:
+            if not self.running:
+                self._fail("exited as it started")
+            return
         exited = lambda: not self.running  # noqa: E731
         wait_healthy(self.base_url, self.startup_timeout, exited, self._fail, check_every=0.5)
 

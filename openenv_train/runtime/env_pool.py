@@ -6,12 +6,18 @@ servers, keeps ``min_size`` warm, grows up to ``max_size`` while callers wait, s
 back to ``min_size`` after ``idle_timeout``, and reclaims leases whose holder crashed: its thread
 died, the lease object was dropped without ``release()``, or it outlived ``lease_ttl``.
 A server still holding sessions when it comes back is only reused once they drain (else it is
-replaced). ``close()`` stops everything, verified by each provider.
+replaced). ``close()`` stops everything, verified by each provider; a server whose stop failed
+(the engine unreachable) is stopped again on each check and at ``close()``.
+
+``single_use=True``: each server serves one lease, then is stopped, and a spare is started as one
+is handed out (a fresh container per episode, warm). A provider with a ``probe()`` method (a
+dict like ``/health``'s, or None when dead) is checked by it instead of ``/health``.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import time
 import weakref
@@ -22,6 +28,8 @@ from typing import Any
 from .errors import PoolClosedError as PoolClosedError
 from .health import health
 from .signals import raise_on_stop_signals
+
+log = logging.getLogger(__name__)
 
 
 class _Slot:
@@ -72,6 +80,7 @@ class EnvPool:
         idle_timeout: float = 60.0,
         drain_timeout: float = 5.0,
         check_interval: float = 0.5,
+        single_use: bool = False,
     ) -> None:
         max_size = min_size if max_size is None else max_size
         if not (isinstance(min_size, int) and min_size >= 0):
@@ -83,9 +92,13 @@ class EnvPool:
         self.factory, self.min_size, self.max_size = factory, min_size, max_size
         self.lease_ttl, self.idle_timeout = lease_ttl, idle_timeout
         self.drain_timeout, self.check_interval = drain_timeout, check_interval
+        self.single_use = single_use
         self.replaced = 0  # servers found dead and replaced
         self.reclaimed = 0  # leases taken back from crashed holders
         self._slots: list[_Slot] = []
+        #: servers whose stop failed (the engine unreachable: restarting, say): stopped again on
+        #: every check and at close, so a container the engine kept is never left behind
+        self._unstopped: list[Any] = []
         self._cond = threading.Condition()
         self._waiting = 0
         self._closed = False
@@ -129,6 +142,10 @@ class EnvPool:
                         finally:
                             self._cond.acquire()
                         if ok:
+                            spare = sum(s.state in ("starting", "idle") for s in self._slots)
+                            if self.single_use and spare < self.min_size:
+                                if len(self._slots) < self.max_size:
+                                    self._grow()  # the next episode's server, warm
                             return Lease(self, slot)
                         slot.state, slot.since, slot.holder = "draining", time.monotonic(), None
                         continue
@@ -156,7 +173,12 @@ class EnvPool:
                 st: sum(s.state == st for s in self._slots)
                 for st in ("starting", "idle", "leased", "draining")
             }
-        return {**out, "replaced": self.replaced, "reclaimed": self.reclaimed}
+        return {
+            **out,
+            "replaced": self.replaced,
+            "reclaimed": self.reclaimed,
+            "unstopped": len(self._unstopped),
+        }
 
     def close(self) -> None:
         """Stop the monitor and every server (verified by each provider). Idempotent."""
@@ -174,6 +196,7 @@ class EnvPool:
                 s.provider.stop()
             except Exception as e:
                 errors.append(e)
+        errors += self._stop_unstopped()
         if errors:
             raise errors[0]
 
@@ -187,8 +210,12 @@ class EnvPool:
 
     # ---- internals ---------------------------------------------------------------------------
 
+    def _health(self, slot: _Slot, timeout: float = 2.0) -> dict[str, Any] | None:
+        probe = getattr(slot.provider, "probe", None)
+        return probe() if probe is not None else health(slot.base_url, timeout=timeout)
+
     def _clean(self, slot: _Slot) -> bool:
-        h = health(slot.base_url)
+        h = self._health(slot)
         return h is not None and not h.get("active_sessions")
 
     def _grow(self) -> concurrent.futures.Future[None]:
@@ -220,6 +247,10 @@ class EnvPool:
             if slot.state == "leased":
                 slot.state, slot.since, slot.holder = "draining", time.monotonic(), None
                 self._cond.notify_all()
+                if self.single_use and not self._closed:
+                    slot.state = "used"  # never handed out again; stopped off this thread
+                    with suppress(RuntimeError):  # the pool is closing: close() stops it
+                        self._starter.submit(self._retire, slot, False)
 
     def _retire(self, slot: _Slot, replace: bool) -> None:
         """Stop ``slot`` outside the lock; start a new one if the pool is below ``min_size``."""
@@ -227,8 +258,12 @@ class EnvPool:
             if slot.state == "leased":
                 return  # handed out meanwhile: its holder finds out
             slot.state = "stopping"
-        with suppress(Exception):
+        try:
             slot.provider.stop()
+        except Exception as e:  # noqa: BLE001 - whatever the engine says, try again later
+            log.warning("stopping a pool server failed (%s); trying again on the next check", e)
+            with self._cond:
+                self._unstopped.append(slot.provider)
         with self._cond:
             if slot in self._slots:
                 self._slots.remove(slot)
@@ -237,6 +272,20 @@ class EnvPool:
             if not self._closed and len(self._slots) < self.min_size:
                 self._grow()
             self._cond.notify_all()
+
+    def _stop_unstopped(self) -> list[Exception]:
+        """Stop again each server whose stop failed; those that fail again stay listed."""
+        with self._cond:
+            todo, self._unstopped = self._unstopped, []
+        errors: list[Exception] = []
+        for provider in todo:
+            try:
+                provider.stop()
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+                with self._cond:
+                    self._unstopped.append(provider)
+        return errors
 
     def _run(self) -> None:
         while True:
@@ -247,6 +296,7 @@ class EnvPool:
                 if self._closed:
                     return
                 slots = list(self._slots)
+                retry = bool(self._unstopped)
                 now = time.monotonic()
                 for s in slots:  # reclaim leases of crashed holders
                     dead = s.holder is not None and not s.holder.is_alive()
@@ -256,10 +306,12 @@ class EnvPool:
                         self.reclaimed += 1
                 idle = [s for s in slots if s.state == "idle"]
                 surplus = len(slots) - self.min_size
+            if retry:
+                self._stop_unstopped()
             for s in slots:
                 if s.state not in ("idle", "draining"):
                     continue
-                h = health(s.base_url, timeout=1.0)
+                h = self._health(s, timeout=1.0)
                 if h is None:
                     self._retire(s, replace=True)  # dead: replaced if below min_size
                 elif s.state == "draining":

@@ -80,7 +80,9 @@ def _finalize(proc: subprocess.Popen[bytes], log_fd: int, owner_pid: int) -> Non
 class LocalProcessProvider(Provider):
     """Serve ``app`` on ``host`` (loopback by default) in a subprocess.
 
-    ``env`` adds to (not replaces) the parent's environment. ``start()`` returns the base URL.
+    ``env`` adds to (not replaces) the parent's environment. ``python`` is the interpreter the
+    server runs under (default: this one; an env venv's, ``runtime.env_venv``). ``start()``
+    returns the base URL.
     """
 
     def __init__(
@@ -93,8 +95,10 @@ class LocalProcessProvider(Provider):
         startup_timeout: float = 30.0,
         log_lines: int = 50,
         stop_timeout: float = 5.0,
+        python: str | None = None,
     ) -> None:
         self.app = _check_app(app)
+        self.python = python or sys.executable
         if port is not None and not (isinstance(port, int) and 0 <= port <= 65535):
             raise ValueError(
                 f"port must be an int in 0..65535 or None (any free port), got {port!r}"
@@ -175,7 +179,7 @@ class LocalProcessProvider(Provider):
         os.unlink(path)  # lives while a process holds it open: nothing to clean up, ever
         self._log_fd = fd
         cmd = [
-            sys.executable, "-m", "openenv_train.runtime.launch", "--app", self.app,
+            self.python, "-m", "openenv_train.runtime.launch", "--app", self.app,
             "--host", self.host, "--fd", str(sock.fileno()), "--parent-pid", str(os.getpid()),
         ]  # fmt: skip
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}

@@ -14,7 +14,7 @@ from .container import ContainerProvider
 from .daytona import DaytonaProvider
 from .local import ServerGroup, start_group, start_local_servers
 
-RUNTIMES = ("local", "docker", "podman", "ray", "daytona")
+RUNTIMES = ("local", "venv", "docker", "podman", "ray", "daytona")
 
 
 def start_container_servers(app: str | None, n: int, *, image: str, **options: Any) -> ServerGroup:
@@ -45,8 +45,12 @@ def start_daytona_servers(app: str | None, n: int, *, image: str, **options: Any
 
 
 def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> ServerGroup:
-    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``docker``, ``podman``, ``ray``
-    or ``daytona``).
+    """Start ``n`` servers of ``app`` on ``runtime`` (``local``, ``venv``, ``docker``, ``podman``,
+    ``ray`` or ``daytona``).
+
+    ``venv`` runs local processes under a venv built from the env package's own requirements
+    (``requirements=`` replaces them, ``cache_dir=`` is where venvs are cached:
+    ``runtime.env_venv``).
 
     Container and sandbox runtimes need ``image=`` (an image that contains ``app``; build one
     with ``openenv-train build``); other options go to the provider (``relax=``,
@@ -54,6 +58,10 @@ def start_servers(app: str, n: int, runtime: str = "local", **options: Any) -> S
     """
     if runtime == "local":
         return start_local_servers(app, n, **options)
+    if runtime == "venv":  # a local process in a venv of the env's own requirements
+        from .env_venv import start_venv_servers
+
+        return start_venv_servers(app, n, **options)
     if runtime in ("docker", "podman", "daytona"):
         if not options.get("image"):
             raise ValueError(

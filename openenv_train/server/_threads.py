@@ -101,6 +101,9 @@ class ThreadRunner:
         self._taken = 0
         self._loops: dict[int, _LoopState] = {}
         self._closed = False
+        #: thread starts refused (e.g. the pids limit): the jobs wait for the next try
+        self.start_failures = 0
+        self._taken_at = self._queued_at = time.monotonic()
 
     @property
     def workers(self) -> int:
@@ -123,13 +126,21 @@ class ThreadRunner:
         for _ in range(wake):
             self._wake.put(None)
         for i in range(new):
-            threading.Thread(
-                target=self._work, name=f"{self._name}-{first + i}", daemon=True
-            ).start()
+            try:
+                threading.Thread(
+                    target=self._work, name=f"{self._name}-{first + i}", daemon=True
+                ).start()
+            except RuntimeError:  # "can't start new thread": count only the ones running
+                with self._lock:
+                    self._workers -= new - i
+                    self.start_failures += 1
+                return
 
     def _flush(self, st: _LoopState) -> None:
         jobs, st.pending = st.pending, []
         st.flush_scheduled = False
+        if not self._jobs:
+            self._queued_at = time.monotonic()
         self._jobs.extend(jobs)
         if self._workers == 0:
             self._recruit(1)
@@ -140,15 +151,23 @@ class ThreadRunner:
             st.loop.call_later(self.stall_s, self._watch, st, self._taken)
 
     def _watch(self, st: _LoopState, mark: int) -> None:
-        """On the loop every ``stall_s`` while jobs wait; recruits when no job was taken."""
+        """On the loop every ``stall_s`` while jobs wait; recruits when no job was taken. It
+        always plans its next turn first: a failure here must not leave queued jobs unwatched."""
         backlog = len(self._jobs)
         taken = self._taken
         if backlog == 0:
             st.watching = False
             return
+        st.loop.call_later(self.stall_s, self._watch, st, taken)
         if taken == mark:  # nothing was picked up for a whole period: every worker is busy
             self._recruit(min(backlog, max(self._workers, 1)))  # at most double per period
-        st.loop.call_later(self.stall_s, self._watch, st, taken)
+
+    def stalled_s(self) -> float:
+        """Seconds jobs have waited while no worker took one (0.0 when none waits): a pool that
+        cannot start threads, or whose every worker is stuck, grows this without bound."""
+        if not self._jobs:
+            return 0.0
+        return time.monotonic() - max(self._taken_at, self._queued_at)
 
     def _work(self) -> None:
         while True:
@@ -183,6 +202,7 @@ class ThreadRunner:
                 break
             with self._lock:
                 self._taken += 1
+            self._taken_at = time.monotonic()
             try:
                 value = ctx.run(fn, *args, **kwargs)
                 ok = True

@@ -89,6 +89,8 @@ class EnvCalls:
         self.fast_streak = 0
         self.overruns = 0
         self.inline_calls = 0
+        #: calls made, by how they ran (what ``/metrics`` reports; one plan per env class)
+        self.ran_inline = self.ran_thread = self.ran_async = 0
         close = getattr(env_cls, "close", None)
         self.has_close = callable(close)
         self.close_async = self.has_close and _is_coro(close)
@@ -101,6 +103,7 @@ class EnvCalls:
 
     def _inline(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run an opted-in sync call on the loop, demoting the class if it overran its budget."""
+        self.ran_inline += 1
         t0 = _clock()
         try:
             return fn(*args, **kwargs)
@@ -145,6 +148,7 @@ class EnvCalls:
         return out
 
     async def _threaded(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.ran_thread += 1
         if self.auto and not self.inline:
             out = await run_sync(self._timed, fn, *args, **kwargs)
         else:
@@ -156,6 +160,7 @@ class EnvCalls:
     async def reset(self, env: Any, kwargs: dict[str, Any]) -> Observation:
         kw = self._filter(kwargs, self.reset_kwargs)
         if self.reset_async:
+            self.ran_async += 1
             obs = await getattr(env, self.reset_name)(**kw)
         elif self.inline:
             obs = self._inline(env.reset, **kw)
@@ -171,12 +176,14 @@ class EnvCalls:
         if kwargs:
             kw = self._filter(kwargs, self.step_kwargs)
             if self.step_async:
+                self.ran_async += 1
                 obs = await getattr(env, self.step_name)(action, **kw)
             elif self.inline:
                 obs = self._inline(env.step, action, **kw)
             else:
                 obs = await self._threaded(env.step, action, **kw)
         elif self.step_async:
+            self.ran_async += 1
             obs = await getattr(env, self.step_name)(action)
         elif self.inline:
             obs = self._inline(env.step, action)
@@ -195,6 +202,7 @@ class EnvCalls:
             else:
                 st = await self._threaded(getattr, env, "state")
         elif self.state_async:
+            self.ran_async += 1
             st = await env.state()
         elif self.inline:
             st = self._inline(env.state)

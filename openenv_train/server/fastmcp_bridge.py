@@ -62,6 +62,19 @@ def _error_kind(message: str) -> ToolErrorType:
     return ToolErrorType.EXECUTION_ERROR
 
 
+def in_memory_client(server: Any) -> Any:
+    """A FastMCP client of ``server`` in this process. FastMCP 4 negotiates the 2026-07-28
+    protocol by default, where ``Context`` state lives for one request only: the classic
+    handshake (``mode="legacy"``) keeps it for the session, as FastMCP 3 and OpenEnv do."""
+    import inspect
+
+    from fastmcp import Client
+
+    if "mode" in inspect.signature(Client.__init__).parameters:
+        return Client(server, mode="legacy")
+    return Client(server)
+
+
 class FastMCPSession:
     """One env's client session to its FastMCP server, held open on the loop that first uses it.
 
@@ -70,10 +83,8 @@ class FastMCPSession:
     """
 
     def __init__(self, server: Any) -> None:
-        from fastmcp import Client
-
         self.server = server
-        self.client = Client(server)
+        self.client = in_memory_client(server)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._holder: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
@@ -143,9 +154,7 @@ class FastMCPSession:
         return CallToolObservation(tool_name=name, result=result)
 
     async def _one_shot(self, name: str, arguments: dict[str, Any]) -> Any:
-        from fastmcp import Client
-
-        async with Client(self.server) as client:
+        async with in_memory_client(self.server) as client:
             return await client.call_tool(name, arguments, raise_on_error=False)
 
     def close(self) -> None:

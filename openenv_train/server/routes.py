@@ -37,6 +37,9 @@ from .limits import Limits
 from .mcp_environment import MCPEnvironment
 from .mcp_streamable import StreamableMcp
 from .mcp_ws import McpWebSocket
+from .metrics import CONTENT_TYPE_LATEST, HttpMetrics, count_mcp_frames, instrument
+from .self_check import SelfCheck
+from .session_cap import apply_session_cap
 from .sessions import SessionManager, factory_name
 from .simulation import add_simulation_routes, validate_reset
 from .ws import WebSocketEndpoint
@@ -125,7 +128,7 @@ class EnvRoutes:
         self.action_cls: type[Action] = action_cls
         self.observation_cls: type[Observation] = observation_cls
         self.state_cls = state_cls
-        self.limits = limits if limits is not None else Limits.from_env()
+        self.limits = apply_session_cap(limits if limits is not None else Limits.from_env())
         self.gate = Gate(
             self.limits, check_token(token, "token") if token is not None else token_from_env()
         )
@@ -144,6 +147,8 @@ class EnvRoutes:
             "state": state_cls.model_json_schema(),
         }
         self.metadata: EnvironmentMetadata | None = None
+        #: what ``/metrics`` reports (its own registry: ``self.metrics.registry``)
+        self.metrics = instrument(self)
 
     @property
     def active_sessions(self) -> int:
@@ -176,12 +181,13 @@ class EnvRoutes:
             app.ws_endpoint = self.ws_endpoint
         else:
             app.add_middleware(_AppGate, owner=app)
+        app.add_middleware(HttpMetrics, metrics=self.metrics)
         self._close_sessions_on_shutdown(app)
         app.add_exception_handler(RequestValidationError, _validation_error)
         app.router.routes.append(WebSocketRoute("/ws", self.ws_endpoint))
-        app.router.routes.append(
-            WebSocketRoute("/mcp", McpWebSocket(self.sessions, self.mcp, self.limits))
-        )
+        mcp_ws = McpWebSocket(self.sessions, self.mcp, self.limits)
+        count_mcp_frames(mcp_ws, self.metrics)
+        app.router.routes.append(WebSocketRoute("/mcp", mcp_ws))
         self._add_info_routes(app, resolved)
         self._add_mcp_routes(app)
         if resolved == "simulation":
@@ -208,6 +214,7 @@ class EnvRoutes:
             self.schema,
         )
         meta_cache = [] if self.metadata is None else [self.metadata]
+        self_check = SelfCheck()
 
         @app.get("/health", tags=["Health"])
         async def health() -> Any:
@@ -217,7 +224,7 @@ class EnvRoutes:
                 "max_sessions": manager.max_sessions,
                 "mode": mode,
             }
-            why = await unready_reason(env_factory, manager, limits)
+            why = await self_check.reason() or await unready_reason(env_factory, manager, limits)
             if why is None:
                 return body  # OpenEnv 0.10's answer, plus fields its clients ignore
             body.update(status="unhealthy", reason=why)
@@ -236,6 +243,14 @@ class EnvRoutes:
                 "reaped": manager.reaped,
                 "session_timeout": manager.session_timeout,
             }
+
+        metrics = self.metrics
+
+        @app.get("/metrics", tags=["Health"])
+        async def get_metrics() -> Response:
+            """The server's figures in Prometheus' text format (behind the token, like every
+            route but /health)."""
+            return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
         @app.get("/metadata", response_model=EnvironmentMetadata, tags=["Environment Info"])
         async def get_metadata() -> EnvironmentMetadata:

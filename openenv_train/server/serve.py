@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.auth import TOKEN_ENV, TOKEN_FILE_ENV, token_from_env
 from ..core.loopback import is_loopback
+from .spans import setup_tracing
 
 #: uvicorn WebSocket implementation used by ``serve()`` and the local runtime launcher: uvicorn's
 #: sans-I/O ``websockets`` protocol minus its per-message read pause (see ``wsproto_fast``).
@@ -84,6 +85,7 @@ def serve(
         app = gated(app, token, uvicorn_options)
     if how is not None:
         print(how, file=sys.stderr, flush=True)
+    setup_tracing("openenv-train-env")  # OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set
     uvicorn.run(app, host=host, port=port, **uvicorn_kwargs(**uvicorn_options))
 
 

@@ -56,10 +56,17 @@ class Session:
         "used",
     )
 
-    def __init__(self, sid: str, env: Any, kind: str, client: str | None = None) -> None:
+    def __init__(
+        self,
+        sid: str,
+        env: Any,
+        kind: str,
+        client: str | None = None,
+        calls: EnvCalls | None = None,
+    ) -> None:
         self.id = sid
         self.env = env
-        self.calls: EnvCalls = calls_for(env)
+        self.calls: EnvCalls = calls if calls is not None else calls_for(env)
         self.kind = kind
         self.lock = asyncio.Lock()
         self.last_active = time.monotonic()
@@ -109,6 +116,9 @@ class SessionManager:
         self._reaper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # envs built for requesters who left
         self.reaped = 0
+        #: this server's call plan per env class: its sessions' calls are counted on it
+        #: (``/metrics``), apart from any other server's in the process
+        self.plans: dict[type, EnvCalls] = {}
 
     @property
     def active(self) -> int:
@@ -149,7 +159,10 @@ class SessionManager:
             except Exception as exc:
                 log.exception("env factory failed")
                 raise FactoryError(factory_name(self.env_factory), exc) from exc
-            session = Session(uuid.uuid4().hex, env, kind, key)
+            plan = self.plans.get(type(env))
+            if plan is None:
+                plan = self.plans[type(env)] = EnvCalls(type(env))
+            session = Session(uuid.uuid4().hex, env, kind, key, plan)
         except asyncio.CancelledError:
             raise  # the slot and the quota are freed by ``_abandoned``
         except BaseException:
@@ -245,12 +258,12 @@ class SessionManager:
             "reaping idle session (%s, %s)", session.kind, "used" if session.used else "never used"
         )
         hook = session.on_expire
-        await self.destroy(session)
-        if hook is not None:
-            try:
+        if hook is not None:  # first: the close frame (its reason) goes out before the session
+            try:  # leaves /health; a client stepping then read a close with no reason
                 await hook()
             except Exception:
                 log.debug("closing reaped socket failed", exc_info=True)
+        await self.destroy(session)
 
     async def shutdown(self) -> None:
         if self._reaper is not None:

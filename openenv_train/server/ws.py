@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
+from time import perf_counter_ns
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -39,6 +40,7 @@ from .jsonrpc import McpHandler
 from .limits import Limits
 from .lograte import LimitedWarning
 from .sessions import FactoryError, Session, SessionManager, SessionRefused
+from .spans import tracing_on
 from .ws_batch import BATCH_SUBPROTOCOL, BatchConnection
 from .ws_receive import DISCONNECT_ERRORS, receive_frames, send_and_close
 
@@ -76,6 +78,10 @@ class WebSocketEndpoint:
 
     #: what ``handle`` returns for a ``close`` frame (no reply; the session ends)
     CLOSE = CLOSE
+    #: set by ``metrics.instrument``: the server's counters, and a hook that reads a one-session
+    #: connection's handshake (its ``traceparent``) before the headers are dropped
+    metrics: Any = None
+    on_handshake: Callable[[Session, Scope], None] | None = None
 
     def __init__(
         self,
@@ -132,6 +138,10 @@ class WebSocketEndpoint:
             await send_and_close(send, error_frame_json(ErrorCode.SESSION_ERROR, str(exc)))
             return
 
+        if self.metrics is not None:
+            self.metrics.bind()
+        if self.on_handshake is not None:
+            self.on_handshake(session, scope)
         scope["headers"] = ()  # read by the gate and the handshake only: don't hold them
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
@@ -154,7 +164,42 @@ class WebSocketEndpoint:
                 await self.manager.destroy(session)
 
     async def frame(self, session: Session, text: str | bytes) -> Any:
-        """Handle one request frame and return the reply text (or ``CLOSE``)."""
+        """Handle one request frame and return the reply text (or ``CLOSE``); counted on
+        ``metrics`` when the server has them."""
+        metrics = self.metrics
+        msg = self._decode(text)
+        if metrics is None:
+            if type(msg) is not dict:
+                return msg  # the error frame
+            return await self.handle(session, msg)
+        metrics.message_bytes.observe(len(text))
+        if type(msg) is not dict:
+            metrics.answered(None, msg, 0)
+            return msg
+        if len(msg) > 2 or tracing_on():  # a traceparent member, or a span to record
+            return await metrics.traced(self.handle, session, msg)
+        # answer() inlined: one coroutine fewer per frame
+        t0 = perf_counter_ns()
+        reply = await self.handle(session, msg)
+        metrics.answered(msg.get("type"), reply, perf_counter_ns() - t0)
+        return reply
+
+    async def answer(self, session: Session, msg: dict[str, Any]) -> Any:
+        """``handle``, counted on ``metrics`` when the server has them (the batch extension
+        calls this per sub-frame)."""
+        metrics = self.metrics
+        if metrics is None:
+            return await self.handle(session, msg)
+        if len(msg) > 2 or tracing_on():
+            return await metrics.traced(self.handle, session, msg)
+        t0 = perf_counter_ns()
+        reply = await self.handle(session, msg)
+        metrics.answered(msg.get("type"), reply, perf_counter_ns() - t0)
+        return reply
+
+    @staticmethod
+    def _decode(text: str | bytes) -> dict[str, Any] | str:
+        """The frame's JSON object, or the error frame that refuses it."""
         try:
             msg = loads(text)
         except JSONDecodeError as exc:
@@ -170,7 +215,7 @@ class WebSocketEndpoint:
             )
         if len(text) > 2 * MAX_JSON_DEPTH and json_depth_exceeds(msg):  # short frames can't be
             return _too_deep()
-        return await self.handle(session, msg)
+        return msg
 
     async def handle(self, session: Session, msg: dict[str, Any]) -> Any:
         """Answer one decoded request frame (the batch extension calls this per sub-frame)."""

@@ -77,6 +77,8 @@ class BatchConnection:
         self.check = FrameCheck(endpoint.limits, too_big_reason="too big")
 
     async def serve(self, receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        if self.endpoint.metrics is not None:
+            self.endpoint.metrics.bind()  # before the sub-frame tasks, which copy the context
         try:
             await receive_frames(receive, self.send, self.check, self._message)
         except DISCONNECT_ERRORS:
@@ -94,6 +96,8 @@ class BatchConnection:
         """Start one batch message's sub-frames (each replies when done); or the error frame
         that refuses the whole message."""
         frames, carried = self._frames(text)
+        if self.endpoint.metrics is not None:
+            self.endpoint.metrics.batch_message(len(text), carried)
         if carried > 1:  # every sub-frame spends a token (the message's first paid on arrival)
             wait = self.check.charge(carried - 1)
             if wait:
@@ -172,7 +176,7 @@ class BatchConnection:
             if sub.get("type") != "close":  # (a close that waited on an opening closed since)
                 self._reply(key, self._gone())
             return
-        reply = await self.endpoint.handle(session, sub)
+        reply = await self.endpoint.answer(session, sub)
         if reply is CLOSE:
             self.sessions.pop(key, None)
             await self.manager.destroy(session)

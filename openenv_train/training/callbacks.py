@@ -17,6 +17,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from .trainer_metrics import record_log
+
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
@@ -42,6 +44,7 @@ class JsonlMetricsCallback(TrainerCallback):
         row.update({k: _clean(v) for k, v in data.items()})
         with self.path.open("a") as f:
             f.write(json.dumps(row, default=str) + "\n")
+        record_log(kind, step, row)  # the trainer's /metrics, when served (metrics_port)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any

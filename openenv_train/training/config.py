@@ -145,13 +145,25 @@ def build_command(app: str) -> str:
     return f"openenv-train build {folder} --tag openenv-train/{package}:latest"
 
 
+class VenvSettings(StrictModel):
+    """``env.runtime: venv``: the env servers run under a venv of the env package's own
+    requirements (built once, cached by their hash), beside the trainer's interpreter."""
+
+    #: requirements that replace the env package's own (null: its pyproject/metadata ones)
+    requirements: list[str] | None = None
+    #: where venvs are cached (null: $OPENENV_TRAIN_CACHE, else ~/.cache/openenv-train)
+    cache_dir: str | None = None
+
+
 class EnvSection(LocalEnvSection):
     """Env servers on ``runtime``: local processes, hardened containers of ``image`` (``openenv-train
     build ENV_FOLDER --tag IMAGE``; ``relax`` turns hardening defaults off) or a Ray fleet."""
 
-    #: where servers run: local processes, hardened docker/podman containers, or a Ray fleet
-    runtime: Literal["local", "docker", "podman", "ray"] = "local"
+    #: where servers run: local processes (venv: under the env's own venv), hardened
+    #: docker/podman containers, or a Ray fleet
+    runtime: Literal["local", "venv", "docker", "podman", "ray"] = "local"
     ray: RaySettings = Field(default_factory=RaySettings)  # used when runtime: ray
+    venv: VenvSettings = Field(default_factory=VenvSettings)  # used when runtime: venv
     #: container image for runtime docker/podman (openenv-train build envs/blackjack_env)
     image: str | None = None
     engine: str | None = None  # an engine API URL; default: the runtime's own socket
@@ -171,6 +183,8 @@ class EnvSection(LocalEnvSection):
         opts = {**super().server_options(), "runtime": self.runtime}
         if self.runtime == "ray":
             opts.update(self.ray.fleet_options())
+        elif self.runtime == "venv":
+            opts.update(requirements=self.venv.requirements, cache_dir=self.venv.cache_dir)
         elif self.runtime != "local":
             opts.update(image=self.image, relax=self.relax, engine=self.engine or self.runtime)
         return opts
@@ -271,6 +285,10 @@ class RolloutSection(EngineSection):
     max_staleness: int = Field(0, ge=0)
 
 
+#: the GRPO losses of TRL 1.16's ``GRPOConfig.loss_type``
+LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+
+
 class CoreGRPOSection(StrictModel):
     """The ``trl.GRPOConfig`` settings every GRPO recipe takes; ``extra`` passes any other field."""
 
@@ -288,8 +306,12 @@ class CoreGRPOSection(StrictModel):
     beta: float = Field(0.0, ge=0)
     #: sampling temperature of the rollouts
     temperature: float = Field(1.0, gt=0)
-    #: TRL GRPO loss (dapo, grpo, dr_grpo, bnpo, ...)
-    loss_type: str = "dapo"
+    #: TRL GRPO loss: dapo (default; no length bias), grpo, dr_grpo, bnpo, cispo, sapo, luspo
+    #: (with importance_sampling_level: sequence), vespo; docs/how-to/grpo-losses.md says which
+    #: to pick for what. A loss a newer TRL adds: grpo.extra: {loss_type: NAME}
+    loss_type: LossType = "dapo"
+    #: where the policy ratio is taken: per token, or one per sequence (GSPO: with loss_type grpo)
+    importance_sampling_level: Literal["token", "sequence"] = "token"
     #: longest completion (all turns of an episode) in tokens
     max_completion_length: int = Field(64, ge=1)
     #: train on the CPU (GRPOConfig.use_cpu)
@@ -389,6 +411,8 @@ class RunConfig(StrictModel):
     seed: int = 0
     #: TRL report_to backends, e.g. [tensorboard] or [wandb] (metrics.jsonl and curve.png are always written)
     report_to: ReportTo = Field(default_factory=list)
+    #: serve the trainer's Prometheus /metrics on 127.0.0.1:PORT while the run lasts (0: a free port, printed; unset: none)
+    metrics_port: int | None = Field(None, ge=0, le=65535)
     #: a rich progress bar instead of printed log lines
     progress: bool = True
     #: continue ``runs/<name>`` from its last trainer checkpoint (``openenv-train train --resume``)

@@ -81,6 +81,7 @@ GRPO_FIELDS = (
     "beta",
     "temperature",
     "loss_type",
+    "importance_sampling_level",
     "scale_rewards",
     "max_grad_norm",
     "use_adaptive_entropy",

@@ -33,8 +33,10 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from ..runtime.signals import STOP_SIGNALS
+from ..server.spans import setup_tracing
 from .checks import start_checks
 from .errors import RunFolderError as RunFolderError
+from .trainer_metrics import serve_trainer_metrics
 
 if TYPE_CHECKING:
     from .config import GRPORun
@@ -202,6 +204,12 @@ def open_run(cfg: GRPORun) -> Iterator[Run]:
             folder.create(cfg.model_dump_json(indent=2))
             restored = folder.metrics_rows() if folder.resume else []
             metrics = JsonlMetricsCallback(folder.path / "metrics.jsonl", append=folder.resume)
+            setup_tracing("openenv-train-trainer")  # OTLP export when OTEL_* asks for it
+            port = getattr(cfg, "metrics_port", None)
+            if port is not None:
+                exporter = serve_trainer_metrics(port)
+                closing.callback(exporter.close)
+                console.print(f"trainer metrics: http://127.0.0.1:{exporter.port}/metrics")
             yield Run(cfg, folder, stop, metrics, started, restored, closing)
         except KeyboardInterrupt:
             if not folder.started:

@@ -14,6 +14,7 @@ and keep pooled WebSocket sessions, so a runner strategy owns one background eve
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 from ..client.sync import LoopThread
 from ..rollout.episode_runner import EpisodeRunner, freeze_heap_once
 from ..rollout.records import RolloutBatch
+from .trainer_metrics import record_batch
 from .trainer_policy import unwrap_model
 
 
@@ -189,7 +191,9 @@ class RolloutFunc:
     def __call__(self, prompts: list[Any], trainer: Any = None) -> dict[str, Any]:
         prompts = list(prompts)
         g = group_size_of(trainer, self.group_size)
-        self.strategy.publish(trainer, prompts)
+        t0 = time.perf_counter()
+        self.strategy.publish(trainer, prompts)  # the weights to the producer (overlap, Ray...)
+        sync_s = time.perf_counter() - t0
         if not self._started:
             self.strategy.start(trainer, g, self.stats)
             self._started, self._trainer = True, trainer
@@ -199,7 +203,9 @@ class RolloutFunc:
                 "this rollout_func is bound to the trainer of its first call; "
                 "make one rollout_func per trainer"
             )
+        t0 = time.perf_counter()
         batch = self.strategy.produce(prompts, trainer, g)
+        record_batch(batch, time.perf_counter() - t0, sync_s)  # the trainer's /metrics, if served
         self.last_batch = batch
         self.stats.batches += 1
         self.stats.episodes += len(batch.rows) - batch.group_size * len(batch.dropped_groups)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import httpx
 import psutil
 import pytest
 from client_servers import serve
@@ -292,15 +293,24 @@ def test_connect_to_sync_for_blocking_code() -> None:
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+async def _reaped(url: str) -> None:
+    """Waits (bounded) until the server has reaped every session."""
+    async with httpx.AsyncClient() as http:
+        deadline = asyncio.get_running_loop().time() + 15
+        while (await http.get(url + "/health")).json()["active_sessions"]:
+            assert asyncio.get_running_loop().time() < deadline, "the idle session was not reaped"
+            await asyncio.sleep(0.05)
+
+
 async def test_a_session_reaped_while_idle() -> None:
     """A step on a reaped session fails clearly; a reset (episode boundary) just reconnects."""
     with serve("ot_apps:idle_app") as provider:
         async with TClient(provider.base_url) as env:
             await env.reset(seed=1)
-            await asyncio.sleep(1.5)  # > session_timeout=0.5 plus a reaper period
+            await _reaped(provider.base_url)  # idle past session_timeout=0.5
             with pytest.raises(ConnectionLostError, match="idle"):
                 await env.step(TAction(message="late"))
             assert (await env.reset(seed=2)).observation.echoed_message == "ready seed=2"
-            await asyncio.sleep(1.5)
+            await _reaped(provider.base_url)
             assert (await env.reset(seed=3)).observation.echoed_message == "ready seed=3"
             assert (await env.step(TAction(message="ok"))).observation.step_count == 1

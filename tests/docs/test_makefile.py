@@ -54,3 +54,85 @@ def test_without_engines_the_check_stops_with_one_line_naming_the_fix() -> None:
     [line] = out.stderr.splitlines()
     assert "docker does not answer at unix:///nonexistent/docker.sock" in line
     assert "podman does not answer" in line and "`sudo make engines`" in line
+
+
+def test_make_test_runs_files_side_by_side_in_their_order() -> None:
+    lines = dry_run("test-main")
+    suite = lines[first(lines, "-m pytest tests --ignore=tests/ray")]
+    assert "-n 4 --dist loadgroup" in suite and "-p no:randomly" in suite
+    ray = lines[first(lines, "-m pytest tests/ray")]
+    assert "-n " not in ray  # the Ray cluster's tests on their own, after the others
+    runs = [line for line in dry_run("test-random") if "-m pytest tests" in line]
+    assert "--dist loadgroup" in runs[0] and all("no:randomly" not in r for r in runs)
+
+
+def test_make_check_lints_then_runs_only_the_quick_tests() -> None:
+    lines = dry_run("check")
+    lint, suite = first(lines, "ruff check ."), first(lines, "-m pytest tests")
+    assert lint < suite and "-m quick" in lines[suite]
+
+
+def test_every_quick_file_exists_and_is_marked_at_collection() -> None:
+    """tests/quick.txt names files, not patterns: a renamed file must be renamed there too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    names = root_conftest.quick_files()
+    assert len(names) >= 20
+    missing = sorted(n for n in names if not (ROOT / "tests" / n).is_file())
+    assert not missing, f"tests/quick.txt names files that do not exist: {missing}"
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "quick", "-p", "no:randomly"]
+        + [f"tests/{n}" for n in sorted(names)[:3]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:]
+    collected = {line.split("::")[0] for line in out.stdout.splitlines() if "::" in line}
+    assert collected == {f"tests/{n}" for n in sorted(names)[:3]}
+
+
+def test_the_slow_groups_exist_and_go_to_the_workers_first(tmp_path: Path) -> None:
+    """tests/slow.txt names groups of today's suite, and the scheduler hands them out first: with
+    one worker the listed file runs before the files collected ahead of it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    groups = root_conftest.slow_groups()
+    assert len(groups) >= 10
+    sessions = set(root_conftest.SESSION_GROUPS.values())
+    missing = [g for g in groups if g not in sessions and not (ROOT / g).is_file()]
+    assert not missing, f"tests/slow.txt names files that do not exist: {missing}"
+
+    files = ["tests/cli/test_recipes.py", "tests/cli/test_configs_cmd.py"]
+    (tmp_path / "slow.txt").write_text(f"# first\n{files[1]}  # 1 s\n")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "1",
+            "--dist",
+            "loadgroup",
+            "-v",
+            "-p",
+            "no:randomly",
+        ]
+        + files,
+        cwd=ROOT,
+        env={**os.environ, "OPENENV_TRAIN_SLOW_LIST": str(tmp_path / "slow.txt")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-2000:]
+    ran = [line for line in out.stdout.splitlines() if " PASSED " in line]
+    assert ran and all(files[1] in line for line in ran[: len(ran) // 2]), ran
+    assert files[0] in ran[-1], ran

@@ -22,7 +22,8 @@ def test_openapi_routes(fuzz_server: FuzzServer) -> None:
         @given(case=op.as_strategy())
         def check(case) -> None:
             response = case.call(base_url=fuzz_server.url, timeout=30)
-            body = response.json() if response.content else None
+            is_json = "application/json" in str(response.headers.get("content-type"))
+            body = response.json() if response.content and is_json else None  # /metrics is text
             execution_error = response.status_code == 500 and (
                 isinstance(body, dict) and body["detail"]["code"] == "EXECUTION_ERROR"
             )

@@ -243,7 +243,7 @@ def test_a_newcomer_trains_views_evaluates_and_replays_their_own_env(venv: Venv)
         )
     )
     (project / "countdown" / "text_spec.py").write_text(spec_code)
-    config["model"] = {"warmup_steps": 60, "warmup_batch_size": 32}
+    config["model"] = {"warmup_steps": 10, "warmup_batch_size": 32}  # the path, not learning
     config["grpo"].update(max_steps=2, per_device_train_batch_size=32, logging_steps=1)
     config["eval"].update(every=2, episodes=16, periodic_episodes=16)
     (project / "countdown.yaml").write_text(yaml.safe_dump(config))

@@ -36,7 +36,7 @@ def alive_actors(class_name: str | None = None) -> list[dict]:
     ]
 
 
-def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
+def wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
     """The pids still running after ``timeout`` s (zombies count as gone)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -41,6 +41,24 @@ def kill_node_later(cluster, node, seconds: float) -> threading.Thread:
     return t
 
 
+class KillsANodeMidBatch(ScriptedPolicy):
+    """Removes a node once ``after`` prompts are answered and holds every model call until it is
+    gone: the kill lands mid-batch however fast the machine is (a timer could miss the batch)."""
+
+    def __init__(self, tokenizer, cluster, node, after: int) -> None:
+        super().__init__(tokenizer, basic_strategy_answer, tail_tokens=12)
+        self.cluster, self.node, self.after = cluster, node, after
+        self.killed: asyncio.Future | None = None
+
+    async def generate(self, prompts, sampling):
+        if self.prompts_seen >= self.after:
+            if self.killed is None:
+                remove = asyncio.to_thread(self.cluster.remove_node, self.node)
+                self.killed = asyncio.ensure_future(remove)
+            await asyncio.shield(self.killed)
+        return await super().generate(prompts, sampling)
+
+
 def test_shares_cut_at_group_boundaries():
     assert shares(5, 2) == [(0, 3), (3, 5)]
     assert shares(2, 4) == [(0, 1), (1, 2)]  # never an empty share
@@ -92,11 +110,10 @@ async def test_node_killed_mid_rollout_episodes_retried_and_fleet_healed(
     cfg = RolloutConfig(max_concurrency=32, max_episode_retries=1, group_retries=2)
     with RayServerGroup(APP, cpus_per_server=0.1, placement=nodes).start(4) as fleet:
         assert fleet.node_ids.count(nodes[0]) == 2
-        policy = scripted(tokenizer, delay_s=0.02)()
+        policy = KillsANodeMidBatch(tokenizer, cluster, doomed, after=128)
         async with RolloutEngine(BlackjackTextSpec(seed=3), policy, fleet.base_urls, cfg) as engine:
-            kill = kill_node_later(cluster, doomed, 1.0)
             batch = await engine.run(["play"] * 512, 8)
-            await asyncio.to_thread(kill.join)
+        assert policy.killed is not None and policy.killed.done()
         m = batch.metrics
         assert m["infra_errors"] > 0, m  # sessions on the dead node broke ...
         assert m["episodes_retried"] + m["groups_retried"] > 0, m  # ... and were retried

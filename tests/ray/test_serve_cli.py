@@ -71,7 +71,7 @@ def test_serve_on_ray_prints_urls_and_ctrl_c_stops_everything() -> None:
             assert url.startswith("http://127.0.0.1:")
             assert httpx.get(f"{url}/health", timeout=5).status_code == 200
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=120) == 0  # a bound for a machine busy with other test workers
     finally:
         if proc.poll() is None:
             proc.kill()

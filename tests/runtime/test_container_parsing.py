@@ -180,3 +180,40 @@ def test_an_internal_network_must_have_a_host_address_to_serve_from():
     }
     assert ce.host_gateway(docker) == "172.20.0.1"
     assert ce.host_gateway(podman) is None
+
+
+def test_the_framework_pyproject_staged_into_an_image_parses_with_every_requirement() -> None:
+    """A requirement with an environment marker carries quotes (``python_version < "3.11"``): the
+    staged pyproject must still be TOML, or every env image build fails inside pip."""
+    import tomllib
+
+    from openenv_train.cli.env_build import _framework_pyproject
+    from openenv_train.runtime.package_requirements import own_requirements
+
+    project = tomllib.loads(_framework_pyproject())["project"]
+    wanted = own_requirements()
+    assert project["dependencies"] == wanted
+    assert any(";" in r for r in wanted)  # the case that broke it is still there
+
+
+def test_the_staged_requirements_hold_every_dependency_of_env_and_framework(tmp_path) -> None:
+    """The image installs ``requirements.txt`` in its own layer, then both packages with
+    ``--no-deps``: it must list the env's dependencies, openenv-train's own with the extras the
+    env names (never openenv-train itself: no index has it), and both build backends."""
+    from packaging.requirements import Requirement
+
+    from openenv_train.cli.env_build import FRAMEWORK_BUILD, stage_context
+    from openenv_train.runtime.package_requirements import own_requirements
+
+    root = Path(__file__).parents[2] / "envs"
+    for env, extra in (("openspiel_games_env", None), ("openenv_echo_env", "fastmcp")):
+        staged = stage_context(root / env, tmp_path / env) / ".openenv_train" / "requirements.txt"
+        lines = staged.read_text().split("\n")
+        names = {Requirement(r).name.lower().replace("_", "-") for r in lines if r}
+        assert "openenv-train" not in names
+        assert FRAMEWORK_BUILD in lines and any(r.startswith("setuptools>=77") for r in lines)
+        assert set(own_requirements()) <= set(lines)
+        if extra:
+            assert set(own_requirements([extra])) <= set(lines) and "fastmcp" in names
+        else:
+            assert "open-spiel" in names

@@ -74,6 +74,39 @@ def test_a_dead_server_is_replaced_in_the_background():
             assert httpx.get(lease.base_url + "/health").status_code == 200
 
 
+def test_a_server_whose_stop_failed_is_stopped_on_a_later_check():
+    """An engine restarting while the pool retires a container: its stop fails, and the pool
+    used to forget it (the container stayed behind). Stand-in: a real local server whose first
+    stop raises as an unreachable engine does (restarting the engine would stop the containers
+    of every other test running beside this one)."""
+    from openenv_train.runtime.errors import EngineError
+
+    failures = [EngineError("Cannot connect to the Docker daemon")]
+
+    class EngineDownOnce(LocalProcessProvider):
+        def stop(self) -> None:
+            if failures:
+                raise failures.pop()
+            super().stop()
+
+    with EnvPool(
+        lambda: EngineDownOnce(ECHO), min_size=0, max_size=1, idle_timeout=0.2, check_interval=0.1
+    ) as pool:
+        with pool.acquire() as lease:
+            provider, pid = lease.provider, lease.provider.pid
+        wait_for(lambda: not failures)  # retired as surplus: the first stop failed ...
+        wait_for(lambda: pool.stats()["unstopped"] == 0)  # ... and a later check stopped it
+        wait_for(lambda: provider.pid is None or not _alive(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_lease_of_a_crashed_thread_is_reclaimed():
     with local_pool(min_size=1) as pool:

@@ -55,6 +55,14 @@ while not victims() and time.time() < _end:
     time.sleep(0.01)
 """
 
+#: Syscall numbers for attacks that go through ctypes (the C library may lack a wrapper).
+SYSCALLS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {'x86_64': dict(add_key=248, keyctl=250, request_key=249),
+      'aarch64': dict(add_key=217, keyctl=219, request_key=218)}[os.uname().machine]
+"""
+
 ATTACKS: dict[str, str] = {
     # 1. take the server down: its output file, zombies, memory through children
     "symlink_output_to_dev_zero": (
@@ -186,6 +194,76 @@ ATTACKS: dict[str, str] = {
         "                lambda: os.link(t, 'linked'), lambda: os.mkdir(t)):\n"
         "        try:\n            how()\n        except OSError:\n            pass\n" + ADD
     ),
+    # issue 35: the second round
+    # /proc cannot be listed (Landlock): runs are found by their RLIMIT_AS, read with prlimit
+    "prlimit_the_server_and_neighbours": (
+        "import os, resource, time\nme, hit = os.getpid(), False\nend = time.time() + 1\n"
+        "while not hit and time.time() < end:\n"
+        "    for pid in range(max(2, me - 3000), me + 300):\n        try:\n"
+        "            if pid != me and resource.prlimit(pid, resource.RLIMIT_AS)[0] == 256 * 2**20:\n"
+        "                resource.prlimit(pid, resource.RLIMIT_AS, (2**20, 2**20))\n"
+        "                print('ESCAPED prlimit on a neighbour', pid)\n                hit = True\n"
+        "        except OSError:\n            pass\n"
+        "try:\n    resource.prlimit(os.getppid(), resource.RLIMIT_NPROC, (1, 1))\n"
+        "    print('ESCAPED prlimit on the server')\nexcept OSError:\n    pass\n" + ADD
+    ),
+    "keyring_outlives_the_run": SYSCALLS
+    + (
+        "made = 0\nfor i in range(200):\n"
+        f"    name = b'{MARKER}-%d' % i\n"
+        "    if libc.syscall(NR['add_key'], b'user', name, b'x', 1, -4) >= 0:\n"  # user keyring
+        "        made += 1\n"
+        "if made:\n    print('ESCAPED add_key', made)\n"
+        "if libc.syscall(NR['keyctl'], 0, -4, 0) >= 0:\n    print('ESCAPED keyctl')\n"
+        f"if libc.syscall(NR['request_key'], b'user', b'{MARKER}-0', None, 0) >= 0:\n"
+        "    print('ESCAPED request_key')\n" + ADD
+    ),
+    "inotify_the_scratch_root": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "fd = libc.inotify_init1(0)\nif fd >= 0:\n    print('ESCAPED inotify_init1')\n"
+        "    for path in (os.path.dirname(os.getcwd()), '/tmp', '/dev/shm'):\n"
+        "        if libc.inotify_add_watch(fd, path.encode(), 0xFFF) >= 0:\n"
+        "            print('ESCAPED inotify_add_watch', path)\n" + ADD
+    ),
+    "hide_scratch_bytes": (  # nameless files: O_TMPFILE, and unlinked while open
+        "import os\nheld = []\nfor i in range(24):\n    try:\n"
+        "        fd = os.open('.', os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+        "        print('ESCAPED O_TMPFILE')\n        os.write(fd, b'x' * 2**20)\n"
+        "        held.append(fd)\n    except OSError:\n        break\n"
+        "for i in range(24 - len(held)):\n    try:\n"
+        "        fd = os.open('hidden-%d' % i, os.O_CREAT | os.O_RDWR, 0o600)\n"
+        "        os.unlink('hidden-%d' % i)\n        os.write(fd, b'x' * 2**20)\n"
+        "        held.append(fd)\n    except OSError:\n        break\n" + ADD
+    ),
+    "thread_bomb": (
+        "import threading\nthreading.stack_size(65536)\nstop = threading.Event()\n"
+        "started = 0\nfor _ in range(400):\n    try:\n"
+        "        threading.Thread(target=stop.wait, daemon=True).start()\n"
+        "        started += 1\n    except RuntimeError:\n        break\n"
+        "if started > 64:\n    print('ESCAPED threads', started)\n" + ADD
+    ),
+    "read_installed_packages": (
+        "import glob, os, sys\nfolders = set()\n"
+        "for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, '/opt/venv', '/usr',\n"
+        "               '/usr/local'):\n"
+        "    for kind in ('site-packages', 'dist-packages'):\n"
+        "        folders.update(glob.glob(prefix + '/lib/python3*/' + kind))\n"
+        "    folders.update(glob.glob(prefix + '/lib/python3/dist-packages'))\n"
+        "for folder in sorted(folders):\n    try:\n        names = os.listdir(folder)\n"
+        "        print('ESCAPED listed', folder)\n    except OSError:\n        continue\n"
+        "    for name in names:\n        try:\n"
+        "            open(os.path.join(folder, name, '__init__.py')).read(100)\n"
+        "            print('ESCAPED read', folder, name)\n            break\n"
+        "        except OSError:\n            pass\n"
+        "for folder in ('/opt/venv/lib/python3.11/site-packages',) + tuple(folders):\n"
+        "    try:\n        open(folder + '/coding_env/tasks.py').read(100)\n"
+        "        print('ESCAPED the answers')\n    except OSError:\n        pass\n" + ADD
+    ),
+    "utime_the_runner": (
+        "import os\nfor path in (RUNNER_PATH, os.path.dirname(RUNNER_PATH)):\n    try:\n"
+        "        os.utime(path, (0, 0))\n        print('ESCAPED utime', path)\n"
+        "    except OSError:\n        pass\n" + ADD
+    ),
 }
 
 
@@ -203,6 +281,8 @@ class Outcome:
     left_processes: list[int]
     left_files: list[str]
     unix_connections: int = 0
+    #: an honest submission after the round still scores 1.0 (the server was not harmed)
+    server_ok: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -220,6 +300,8 @@ EXPECTED_STATUS = {
     "scratch_works": "ok",
     "fill_scratch": "scratch_limit",
     "many_scratch_files": "scratch_limit",
+    "hide_scratch_bytes": "scratch_limit",
+    "thread_bomb": "ok",
 }
 
 
@@ -230,6 +312,8 @@ def check_invariants(outcome: Outcome) -> None:
     assert not outcome.left_files, outcome
     assert not outcome.runner_changed, outcome
     assert outcome.unix_connections == 0, outcome
+    assert outcome.server_ok, outcome
+    assert "ESCAPED" not in outcome.output, outcome
     assert VICTIM_SECRET not in outcome.output, outcome
     assert SERVER_SECRET not in outcome.output, outcome
     if outcome.attack in EXPECTED_STATUS:
@@ -311,6 +395,7 @@ def run_round(
             code = program(attack, path, secret_path or secret) if source is None else source
             reward, status, output = submit(code)
             thread.join()
+            server_ok = _still_serves(submit)
             connections = 0
             while True:
                 try:
@@ -332,7 +417,17 @@ def run_round(
         sandbox_processes(runner),
         left_files(),
         connections,
+        server_ok,
     )
+
+
+def _still_serves(submit: Callable[[str], tuple[float, str, str]]) -> bool:
+    """One honest submission after the round: the server (its limits, its threads) is whole."""
+    try:
+        reward, status, _ = submit(ADD)
+    except Exception:  # noqa: BLE001 - e.g. BlockingIOError: the server can no longer start a run
+        return False
+    return (reward, status) == (1.0, "ok")
 
 
 def _submit_here(code: str) -> tuple[float, str, str]:

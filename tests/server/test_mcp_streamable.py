@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 import websockets
 from ledger_env import Ledger
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
 from mcp.types import LATEST_PROTOCOL_VERSION
+
+try:  # mcp 2 renamed it
+    from mcp.shared.exceptions import MCPError as McpError
+except ImportError:
+    from mcp.shared.exceptions import McpError
 from server_helpers import wait_until
 
 from openenv_train.core import CallToolAction, CallToolObservation
@@ -17,6 +23,20 @@ from openenv_train.server import Limits, create_app
 from openenv_train.server.mcp_streamable import SUPPORTED_PROTOCOL_VERSIONS
 
 pytestmark = pytest.mark.timeout(60)
+
+
+def f(obj, camel: str):
+    """An MCP SDK result field: snake_case in mcp 2, camelCase in mcp 1.x."""
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+#: the version the SDK and our server agree on: the SDK's latest, or ours when the SDK is newer
+AGREED = (
+    LATEST_PROTOCOL_VERSION
+    if LATEST_PROTOCOL_VERSION in SUPPORTED_PROTOCOL_VERSIONS
+    else SUPPORTED_PROTOCOL_VERSIONS[-1]
+)
 
 
 @pytest.fixture
@@ -40,32 +60,37 @@ def init_body(version: str = LATEST_PROTOCOL_VERSION, id: int = 1) -> dict:
 
 
 async def test_sdk_client_handshake_tools_ping_and_close(server):
-    async with streamable_http_client(server.url + "/mcp") as (read, write, get_sid):
-        async with ClientSession(read, write) as session:
+    async with streamable_http_client(server.url + "/mcp") as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
             init = await session.initialize()
-            assert init.protocolVersion == LATEST_PROTOCOL_VERSION
+            assert f(init, "protocolVersion") == AGREED
             assert init.capabilities.tools is not None
-            assert init.serverInfo.name == "Ledger"
-            sid = get_sid()
-            assert sid and len(sid) == 32
+            assert f(init, "serverInfo").name == "Ledger"
+            if len(streams) == 3:  # mcp 1.x hands out the session id (mcp 2 keeps it inside)
+                sid = streams[2]()
+                assert sid and len(sid) == 32
             assert httpx.get(server.url + "/sessions").json()["by_kind"] == {"mcp": 1}
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == {"deposit", "balance", "explode"}
-            assert tools["deposit"].inputSchema["required"] == ["amount"]
+            assert f(tools["deposit"], "inputSchema")["required"] == ["amount"]
             await session.send_ping()
             r = await session.call_tool("deposit", {"amount": 5})
             assert (
-                not r.isError and r.content[0].text == "5" and r.structuredContent == {"result": 5}
+                not f(r, "isError")
+                and r.content[0].text == "5"
+                and f(r, "structuredContent") == {"result": 5}
             )
             r = await session.call_tool("deposit", {"amount": 2})
-            assert r.structuredContent == {"result": 7}  # the same env instance across calls
+            assert f(r, "structuredContent") == {"result": 7}  # the same env instance across calls
             r = await session.call_tool("explode", {})
-            assert r.isError and "boom" in r.content[0].text  # shown to the model, not a crash
+            assert (
+                f(r, "isError") and "boom" in r.content[0].text
+            )  # shown to the model, not a crash
             r = await session.call_tool("deposit", {"amount": "many"})
-            assert r.isError and "amount" in r.content[0].text
+            assert f(r, "isError") and "amount" in r.content[0].text
             with pytest.raises(McpError, match="Unknown tool 'nope'"):
                 await session.call_tool("nope", {})
-            assert (await session.call_tool("balance", {})).structuredContent == {
+            assert f((await session.call_tool("balance", {})), "structuredContent") == {
                 "result": {"total": 7}
             }
     # leaving the client sent DELETE /mcp: the session and its env are gone
@@ -74,18 +99,23 @@ async def test_sdk_client_handshake_tools_ping_and_close(server):
 
 async def test_each_mcp_session_has_its_own_env(server):
     async with (
-        streamable_http_client(server.url + "/mcp") as (r1, w1, sid1),
-        streamable_http_client(server.url + "/mcp") as (r2, w2, sid2),
-        ClientSession(r1, w1) as a,
-        ClientSession(r2, w2) as b,
+        streamable_http_client(server.url + "/mcp") as s1,
+        streamable_http_client(server.url + "/mcp") as s2,
+        ClientSession(s1[0], s1[1]) as a,
+        ClientSession(s2[0], s2[1]) as b,
     ):
         await a.initialize()
         await b.initialize()
-        assert sid1() != sid2()
+        if len(s1) == 3:  # mcp 1.x hands out the session ids
+            assert s1[2]() != s2[2]()
         await a.call_tool("deposit", {"amount": 10})
         await b.call_tool("deposit", {"amount": 1})
-        assert (await a.call_tool("balance", {})).structuredContent == {"result": {"total": 10}}
-        assert (await b.call_tool("balance", {})).structuredContent == {"result": {"total": 1}}
+        assert f((await a.call_tool("balance", {})), "structuredContent") == {
+            "result": {"total": 10}
+        }
+        assert f((await b.call_tool("balance", {})), "structuredContent") == {
+            "result": {"total": 1}
+        }
         assert health(server)["active_sessions"] == 2
     wait_until(lambda: health(server)["active_sessions"] == 0, what="both sessions closed")
 
@@ -96,13 +126,13 @@ async def test_capacity_is_shared_with_websocket_sessions(server):
             await ws.send('{"type": "reset", "data": {}}')
             await ws.recv()
         async with (
-            streamable_http_client(server.url + "/mcp") as (r, w, _),
-            ClientSession(r, w) as third,
+            streamable_http_client(server.url + "/mcp") as s3,
+            ClientSession(s3[0], s3[1]) as third,
         ):
             await third.initialize()
             async with (
-                streamable_http_client(server.url + "/mcp") as (r4, w4, _),
-                ClientSession(r4, w4) as fourth,
+                streamable_http_client(server.url + "/mcp") as s4,
+                ClientSession(s4[0], s4[1]) as fourth,
             ):
                 with pytest.raises(McpError, match="at capacity: 3/3"):
                     await fourth.initialize()

@@ -17,7 +17,7 @@ import httpx
 import psutil
 import pytest
 from blackjack_env import BlackjackAction, BlackjackEnv, basic_strategy
-from server_helpers import http_request, masked_frame, raw_ws_connect, wait_until
+from server_helpers import http_request, masked_frame, raw_ws_connect, until, wait_until
 
 from openenv_train.core import InfrastructureError
 from openenv_train.runtime import LocalProcessProvider
@@ -80,23 +80,30 @@ async def test_killed_frozen_restarted_server_never_gives_a_wrong_reward():
     with LocalProcessProvider(APP) as reference:
         players = [asyncio.ensure_future(player()) for _ in range(8)]
         try:
-            await asyncio.sleep(1.0)
-            os.kill(victim.pid, signal.SIGSTOP)  # frozen: clients time out and drop
-            await asyncio.sleep(2.5)
+            await until(lambda: len(done) >= 16, 30.0, "episodes served before the faults")
+            os.kill(victim.pid, signal.SIGSTOP)  # frozen: clients time out (1 s) and drop
+            await until(
+                lambda: len(errors) >= 8, 30.0, "every player timed out on the frozen server"
+            )
             frozen_errors = len(errors)
             os.kill(victim.pid, signal.SIGCONT)
-            await asyncio.sleep(1.0)
+            served_frozen = len(done)
+            await until(lambda: len(done) > served_frozen + 8, 30.0, "episodes after the thaw")
             # the sessions of clients that gave up on the frozen server are freed once it thaws
             await asyncio.to_thread(
                 wait_until, lambda: _active(url[0]) <= 8, 15.0, "timed-out sessions freed"
             )
             before_kill = len(done)
+            errors_before_kill = len(errors)
             os.kill(victim.pid, signal.SIGKILL)  # killed mid-episode
-            await asyncio.sleep(1.0)
+            await until(
+                lambda: len(errors) > errors_before_kill, 30.0, "errors from the killed server"
+            )
             victim.stop()
             restarted = LocalProcessProvider(APP)
             url[0] = restarted.start()  # restarted: the players move over
-            await asyncio.sleep(1.5)
+            served_restart = len(done)
+            await until(lambda: len(done) > served_restart + 8, 30.0, "episodes after the restart")
         finally:
             stop.set()
             await asyncio.gather(*players, return_exceptions=True)

@@ -334,7 +334,10 @@ async def test_unused_sessions_are_reaped_sooner(serve_app):
     async with websockets.connect(s.ws_url) as used:
         await rpc(used, {"type": "reset"})
         wait_until(lambda: httpx.get(s.url + "/health").json()["active_sessions"] == 1)
-        await asyncio.sleep(0.8)
+        # a witness opened after the used session's last call: once it is reaped, the used
+        # session has been idle longer than the unused-session timeout too
+        _mcp(s.url, "openenv/session/create")
+        wait_until(lambda: httpx.get(s.url + "/health").json()["active_sessions"] == 1)
         assert (await rpc(used, {"type": "step", "data": {"n": 1}}))["type"] == "observation"
     async with websockets.connect(s.ws_url) as idle:
         with pytest.raises(ConnectionClosed):

@@ -191,13 +191,14 @@ async def test_inline_env_is_demoted_when_slow(serve_app, caplog):
             time.sleep(0.01)  # over the inline budget: must be moved off the loop
             return super().step(action)
 
-    s = serve_app(app_for(SlowInline))
+    app = app_for(SlowInline)
+    s = serve_app(app)
     async with websockets.connect(s.ws_url) as ws:
         await rpc(ws, {"type": "reset"})
         for _ in range(6):
             r = await rpc(ws, {"type": "step", "data": {"n": 1}})
         assert r["data"]["observation"]["total"] == 6
-    assert calls_for(SlowInline()).inline is False
+    assert app.sessions.plans[SlowInline].inline is False  # each server keeps its own plan
     assert calls_for(InlineCounterEnv()).inline is True
 
 
@@ -207,7 +208,7 @@ async def test_quick_sync_env_earns_inline_calls_and_slow_or_opted_out_ones_do_n
     import threading
     import time
 
-    from openenv_train.server.calls import PROMOTE_AFTER, calls_for
+    from openenv_train.server.calls import PROMOTE_AFTER
 
     seen: dict[str, set[bool]] = {}
 
@@ -226,14 +227,17 @@ async def test_quick_sync_env_earns_inline_calls_and_slow_or_opted_out_ones_do_n
         return Recorded
 
     quick, slow, opted_out = recorder("Quick"), recorder("Slow", 0.003), recorder("Out", 0, False)
+    plans = {}
     for cls in (quick, slow, opted_out):
-        s = serve_app(app_for(cls))
+        app = app_for(cls)
+        s = serve_app(app)
         async with websockets.connect(s.ws_url) as ws:
             await rpc(ws, {"type": "reset"})
             n = PROMOTE_AFTER + 20 if cls is not slow else 40
             for _ in range(n):
                 r = await rpc(ws, {"type": "step", "data": {"n": 1}})
             assert r["data"]["observation"]["total"] == n
-    assert calls_for(quick()).inline is True and seen["Quick"] == {False, True}
-    assert calls_for(slow()).inline is False and seen["Slow"] == {False}
-    assert calls_for(opted_out()).inline is False and seen["Out"] == {False}
+        plans[cls] = app.sessions.plans[cls]
+    assert plans[quick].inline is True and seen["Quick"] == {False, True}
+    assert plans[slow].inline is False and seen["Slow"] == {False}
+    assert plans[opted_out].inline is False and seen["Out"] == {False}

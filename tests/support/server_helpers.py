@@ -65,6 +65,19 @@ def wait_until(
         time.sleep(0.02)
 
 
+async def until(
+    predicate: Callable[[], bool], timeout: float = 15.0, what: str = "condition"
+) -> None:
+    """``wait_until`` for a coroutine: polls without blocking the event loop the test runs on."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
 def raw_ws_connect(port: int) -> socket.socket:
     """A hand-made WebSocket client socket that has done one reset (for vanish/RFC tests)."""
     sock = socket.create_connection(("127.0.0.1", port))

@@ -24,8 +24,12 @@ def chromium_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test file. Not for the session: Playwright's sync API keeps its event
+    loop running on the main thread while it is open, so an async test after it in the same
+    worker process (test files share workers) fails with "cannot be called from a running event
+    loop"; closed after each file, the loop is gone."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -55,6 +55,7 @@ def test_a_bad_action_shows_the_servers_error_and_the_session_goes_on(
 ) -> None:
     server = serve_app(blackjack_app(web=True))
     page.goto(server.url + "/web")
+    page.fill("#seed", "0")  # a hand still in play after the deal (a random one may be a natural)
     page.click("#reset")
     page.wait_for_selector("#history tbody tr")
     page.evaluate("OpenEnvPlayground.step({action: 'fold'})")
@@ -62,6 +63,39 @@ def test_a_bad_action_shows_the_servers_error_and_the_session_goes_on(
     page.select_option("#field-action", label="1")
     page.click("#step")
     page.wait_for_function("document.getElementById('done').textContent === 'true'")
+
+
+def test_a_reset_while_the_page_connects_keeps_one_session(serve_app: Any, page: Any) -> None:
+    """Reset clicked before the page's own connect(): the page then opened a second session
+    and sent the next step there, to an env never reset ("no game in progress")."""
+    server = serve_app(blackjack_app(web=True))
+    held: list[Any] = []
+    page.route("**/metrics", lambda route: held.append(route))  # start() connects after it
+    page.goto(server.url + "/web")
+    page.wait_for_selector("#reset:enabled")
+    page.fill("#seed", "0")
+    page.click("#reset")
+    page.wait_for_selector("#history tbody tr")
+    held[0].continue_()
+    page.wait_for_function("document.getElementById('fig-sessions').textContent.includes('/')")
+    page.select_option("#field-action", label="1")
+    page.click("#step")
+    page.wait_for_function("document.getElementById('done').textContent === 'true'")
+    assert page.inner_text("#action-error") == ""
+
+
+def test_reset_is_off_until_the_page_is_wired(serve_app: Any, page: Any) -> None:
+    """A click on Reset before the page read /schema used to do nothing, silently."""
+    server = serve_app(blackjack_app(web=True))
+    held: list[Any] = []
+    page.route("**/schema", lambda route: held.append(route))
+    page.goto(server.url + "/web")
+    page.wait_for_function("document.getElementById('env-name').textContent === 'blackjack_env'")
+    assert held and page.is_disabled("#reset") and page.is_disabled("#fig-refresh")
+    held[0].continue_()
+    page.wait_for_selector("#reset:enabled")
+    page.click("#reset")
+    page.wait_for_selector("#history tbody tr")
 
 
 def test_mcp_env_lists_its_tools_with_a_call_form(serve_app: Any, page: Any) -> None:
@@ -156,10 +190,27 @@ def test_serve_turns_the_page_on_for_loopback_only_by_default(
     from openenv_train.cli.serve_local import playground_on
     from openenv_train.server.web import WEB_ENV, web_enabled
 
-    monkeypatch.delenv(WEB_ENV, raising=False)
+    # setenv, not delenv: a delenv of an unset variable records nothing to undo, and
+    # playground_on's value leaked into the tests after this one (the page on where asked off)
+    monkeypatch.setenv(WEB_ENV, "0")
     assert web_enabled(None) is False  # create_app leaves it off unless asked
     assert playground_on(argparse.Namespace(host=host, web=flag)) is expected
     assert web_enabled(None) is expected  # what the app uvicorn imports then reads
     monkeypatch.setenv(WEB_ENV, "yes please")
     with pytest.raises(ValueError, match=WEB_ENV):
         web_enabled(None)
+
+
+def test_the_page_shows_the_servers_live_figures(serve_app: Any, page: Any) -> None:
+    server = serve_app(blackjack_app(web=True))
+    page.goto(server.url + "/web")
+    page.fill("#seed", "7")
+    page.click("#reset")
+    page.wait_for_selector("#history tbody tr")
+    page.select_option("#field-action", label="1")
+    page.click("#step")
+    page.wait_for_function("document.getElementById('done').textContent === 'true'")
+    page.click("#fig-refresh")
+    page.wait_for_function("document.getElementById('fig-steps').textContent === '1'")
+    assert page.inner_text("#fig-sessions") == "1 / 4096"  # the page's own session
+    assert float(page.inner_text("#fig-step-ms")) >= 0

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from ports import free_port
 from run_folder import KEPT, make_run, recorded_eval, tiny_policy
 
 from openenv_train.cli.viewer import create_viewer
@@ -107,3 +108,54 @@ def test_the_first_view_draws_without_a_fetch(serve_app: Any, page: Any, runs: l
     page.locator(".chart[data-title=win] path.series").first.wait_for(timeout=5_000)
     assert page.locator("#runs").inner_text() == str(runs[0])
     assert fetched == []
+
+
+def test_the_live_tab_shows_env_servers_and_the_trainer(
+    serve_app: Any, page: Any, runs: list[Path]
+) -> None:
+    from blackjack_env.models import BlackjackAction, BlackjackObservation, BlackjackState
+    from blackjack_env.server.environment import BlackjackEnvironment
+    from server_helpers import ServerThread
+    from websockets.sync.client import connect
+
+    from openenv_train import create_app
+    from openenv_train.training.trainer_metrics import serve_trainer_metrics
+
+    env = ServerThread(
+        create_app(
+            BlackjackEnvironment,
+            BlackjackAction,
+            BlackjackObservation,
+            BlackjackState,
+            token="live-tab-test-token",
+        )
+    ).start()
+    trainer = serve_trainer_metrics(0)
+    trainer.log("train", 7, {"loss": 0.5})
+    try:
+        with connect(
+            env.ws_url, additional_headers={"Authorization": "Bearer live-tab-test-token"}
+        ) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            ws.recv()
+            ws.send(json.dumps({"type": "step", "data": {"action": 1}}))
+            ws.recv()
+            dead = f"http://127.0.0.1:{free_port()}"
+            viewer = create_viewer(
+                runs[:1],
+                [env.url, f"http://127.0.0.1:{trainer.port}", dead],
+                token="live-tab-test-token",
+            )
+            server = serve_app(viewer)
+            page.goto(server.url + "/")
+            page.click("button[data-tab=live]")
+            row = page.locator("#live-servers tr[data-env=BlackjackEnvironment]")
+            row.wait_for()
+            cells = row.locator("td").all_inner_texts()
+            assert cells[0] == env.url and cells[2] == "1 / 4096" and cells[3] == "1"
+            assert float(cells[5]) >= 0 and float(cells[6]) > 0  # mean and p99 step ms
+            assert "ConnectError" in page.inner_text("#live-servers")  # the dead one says so
+            assert page.locator("#live-trainer tbody tr td").nth(1).inner_text() == "7"
+    finally:
+        trainer.close()
+        env.stop()

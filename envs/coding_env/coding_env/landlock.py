@@ -8,9 +8,13 @@ the system-call filter; a ruleset can never be loosened afterwards.
 
 What a run may touch, and nothing else:
 
-- read: the Python standard library of the interpreter that runs it, and the system's
-  shared-library folders (``/lib``, ``/usr/lib``, ... : extension modules load their libraries
-  from there); ``/dev/null``;
+- read: the Python standard library of the base interpreter (its ``sys.base_prefix``, never a
+  virtualenv's ``lib/pythonX.Y``, which holds the install), without ``site-packages`` or
+  ``dist-packages``, and the system's shared-library folders (``/lib``, ``/usr/lib``, ... :
+  extension modules load their libraries from there) without the Python folders in them; no
+  installed package is readable (the task files with their answers are one); ``/dev/null``.
+  Landlock grants whole trees, so "a folder without one subfolder" is granted as each of its
+  other entries;
 - read and write: its own scratch folder (a fresh empty folder per run, made and removed by the
   server; files only: no subfolders, links, FIFOs or sockets), only where the kernel's Landlock
   ABI is 3 or newer (truncation is controlled from ABI 3 on).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import sys
 import sysconfig
 from dataclasses import dataclass
 from functools import cache
@@ -78,16 +83,60 @@ class Ruleset:
         return {"handled": self.handled, "rules": [list(r) for r in self.rules]}
 
 
+#: entries of a granted folder that stay unreadable: where installed packages live
+INSTALL_DIRS = ("site-packages", "dist-packages")
+
+
+def stdlib_dirs() -> list[str]:
+    """The base interpreter's standard library folders (a virtualenv's ``platstdlib`` is the
+    venv's own ``lib/pythonX.Y``: its ``site-packages`` holds every installed package)."""
+    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}
+    return [sysconfig.get_path(name, vars=base) for name in ("stdlib", "platstdlib")]
+
+
+def _entries(folder: str, skip: tuple[str, ...], skip_prefix: tuple[str, ...] = ()) -> list[str]:
+    """Each entry of ``folder`` (real paths) but those named in ``skip`` or starting with one of
+    ``skip_prefix``."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [
+        os.path.realpath(os.path.join(folder, name))
+        for name in names
+        if name not in skip and not name.startswith(skip_prefix)
+    ]
+
+
 @cache
 def read_paths() -> tuple[str, ...]:
-    """The folders a run reads: the standard library, and the shared-library folders (asked
-    once: ``sysconfig`` takes milliseconds)."""
-    paths = [sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), *LIBRARY_DIRS]
+    """What a run reads: the standard library's entries and the shared-library folders' entries,
+    installed packages left out (asked once: ``sysconfig`` and the listings take milliseconds)."""
+    stdlib = [os.path.realpath(p) for p in stdlib_dirs() if p and os.path.isdir(p)]
+    paths: list[str] = []
+    for folder in dict.fromkeys(stdlib):
+        paths += _entries(folder, INSTALL_DIRS)
+    for folder in LIBRARY_DIRS:
+        if os.path.isdir(folder):  # python3.X folders: the standard library is granted above
+            paths += _entries(folder, INSTALL_DIRS, ("python",))
     seen: list[str] = []
     for path in paths:
-        if path and os.path.isdir(path) and os.path.realpath(path) not in seen:
-            seen.append(os.path.realpath(path))
+        if os.path.exists(path) and path not in seen and not _inside_install(path):
+            seen.append(path)
     return tuple(seen)
+
+
+@cache
+def _read_rules() -> tuple[tuple[str, int], ...]:
+    """``read_paths`` with their rights (a file takes file rights only), decided once."""
+    return tuple(
+        (path, READ_ONLY_DIR if os.path.isdir(path) else READ_FILE) for path in read_paths()
+    )
+
+
+def _inside_install(path: str) -> bool:
+    """True for a path in a ``site-packages``/``dist-packages`` folder (a symlinked entry)."""
+    return any(part in INSTALL_DIRS for part in path.split(os.sep))
 
 
 def ruleset(version: int, scratch: str | None) -> Ruleset:
@@ -97,7 +146,7 @@ def ruleset(version: int, scratch: str | None) -> Ruleset:
     if scratch is not None and version < SCRATCH_ABI:
         raise ValueError(f"a writable scratch folder needs Landlock ABI {SCRATCH_ABI}+")
     mask = handled(version)
-    rules = [(path, READ_ONLY_DIR) for path in read_paths()]
+    rules = list(_read_rules())
     rules.append(("/dev/null", (READ_FILE | WRITE_FILE) & mask))
     if scratch is not None:
         rules.append((scratch, SCRATCH & mask))

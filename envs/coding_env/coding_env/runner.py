@@ -34,6 +34,7 @@ def _limits(job):
         ("RLIMIT_FSIZE", (job["scratch_bytes"], job["scratch_bytes"])),
         ("RLIMIT_NOFILE", (32, 32)),
         ("RLIMIT_CORE", (0, 0)),
+        ("RLIMIT_NPROC", (job["threads"], job["threads"])),
     ):
         resource.setrlimit(getattr(resource, name), value)
 

@@ -7,7 +7,8 @@ Every run, in every mode (root, non-root, inside the env's container):
   that outlives the process (System V / POSIX shared memory); killing the process therefore
   leaves nothing behind, and nothing is written anywhere to clean up;
 - CPU seconds (``RLIMIT_CPU``), an address-space cap (``RLIMIT_AS``), a wall-clock deadline, an
-  empty environment (no tokens), 32 open files, no core dumps;
+  empty environment (no tokens), 32 open files, no core dumps, ``MAX_THREADS`` threads
+  (``RLIMIT_NPROC``, sized by ``thread_limit``: far below a container's pids limit);
 - a filesystem view of its own where the kernel has Landlock (``coding_env.landlock``): it reads
   the standard library and system libraries only, and writes only its scratch folder, a fresh
   folder per run under ``scratch_root()`` (its ``TMPDIR`` and working directory), bounded in
@@ -18,7 +19,8 @@ Every run, in every mode (root, non-root, inside the env's container):
 - it is made non-dumpable, so no other process of its uid can read its memory or its /proc files;
   the server is too;
 - as root it also runs under a uid of its own (not shared with any concurrent run of this
-  server), so it cannot read the server's private files.
+  server), so it cannot read the server's private files; the uids come from a block no account,
+  subordinate-id range or running process uses (``uid_range``, checked once per process).
 
 Grading happens here (``coding_env.grading``): the runner only reports values for the tests'
 calls. Reward hacking by returning the right values is the task solved; nothing a submission
@@ -47,7 +49,14 @@ from .grading import MAX_VALUE_CHARS, Check, grade, parse_test
 from .seccomp import build_filter
 
 RUNNER = Path(__file__).with_name("runner.py")
-_UID_RANGE = (200_000, 2_000_000)
+#: how many uids root mode draws from: a block no host account, subordinate-id range
+#: (``/etc/subuid``: LXD, Podman, Docker's userns-remap) or running process uses (``uid_range``)
+UID_BLOCK = 1_000_000
+#: where the search for that block starts (above the usual subordinate ranges), and ends
+_UID_SEARCH = (1_500_000_000, 4_000_000_000)
+#: threads a run may start besides its own (``RLIMIT_NPROC``): far below a container's pids
+#: limit, so a thread bomb cannot take the server's threads away
+MAX_THREADS = 16
 _UIDS_IN_USE: set[int] = set()
 _UIDS_LOCK = threading.Lock()
 #: how often a running submission's scratch folder is measured against its bounds
@@ -151,10 +160,66 @@ def _make_undumpable() -> None:
         pass
 
 
+def taken_ids(proc: str = "/proc", etc: str = "/etc") -> list[tuple[int, int]]:
+    """Every uid/gid in use on this machine as ``(first, count)``: accounts and groups, the
+    subordinate ranges, and the ids of every running process."""
+    taken: list[tuple[int, int]] = []
+    for name in ("passwd", "group"):
+        try:
+            lines = Path(etc, name).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split(":")
+            if len(fields) > 2 and fields[2].isdigit():
+                taken.append((int(fields[2]), 1))
+    for name in ("subuid", "subgid"):
+        try:
+            lines = Path(etc, name).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.strip().split(":")
+            if len(fields) == 3 and fields[1].isdigit() and fields[2].isdigit():
+                taken.append((int(fields[1]), int(fields[2])))
+    for entry in os.listdir(proc):
+        if entry.isdigit():
+            try:
+                status = Path(proc, entry, "status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith(("Uid:", "Gid:")):
+                    taken += [(int(v), 1) for v in line.split()[1:]]
+    return taken
+
+
+def pick_uid_range(taken: list[tuple[int, int]], size: int = UID_BLOCK) -> tuple[int, int]:
+    """The first block of ``size`` ids from ``_UID_SEARCH`` that overlaps nothing in
+    ``taken``, as ``(low, high)`` inclusive."""
+    low, end = _UID_SEARCH
+    while low + size <= end:
+        clash = [f + n for f, n in taken if f < low + size and f + n > low]
+        if not clash:
+            return low, low + size - 1
+        low = max(clash)
+    raise SandboxUnavailable(
+        f"no block of {size} free uids between {_UID_SEARCH[0]} and {_UID_SEARCH[1]} "
+        "for the coding sandbox's runs"
+    )
+
+
+@cache
+def uid_range() -> tuple[int, int]:
+    """The uids root mode draws from, checked once per process against ``taken_ids``."""
+    return pick_uid_range(taken_ids())
+
+
 def _claim_uid() -> int:
+    low, high = uid_range()
     with _UIDS_LOCK:
         while True:
-            uid = random.randint(*_UID_RANGE)
+            uid = random.randint(low, high)
             if uid not in _UIDS_IN_USE:
                 _UIDS_IN_USE.add(uid)
                 return uid
@@ -163,6 +228,35 @@ def _claim_uid() -> int:
 def _release_uid(uid: int) -> None:
     with _UIDS_LOCK:
         _UIDS_IN_USE.discard(uid)
+
+
+def uid_tasks(uid: int, proc: str = "/proc") -> int:
+    """Tasks (threads) running under ``uid`` now: the count ``RLIMIT_NPROC`` is checked against.
+    ``/proc/<pid>/status`` (readable for every process, a non-dumpable one too)."""
+    count = 0
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{entry}/status", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        at = data.find(b"\nUid:")
+        if at < 0 or int(data[at + 5 :].split(None, 1)[0]) != uid:
+            continue
+        at = data.find(b"\nThreads:")
+        if at >= 0:
+            count += int(data[at + 9 :].split(None, 1)[0])
+    return count
+
+
+def thread_limit(root: bool, uid: int) -> int:
+    """The run's ``RLIMIT_NPROC``: the kernel counts every task of the run's real uid, so a run
+    of its own uid (root mode) gets itself plus ``MAX_THREADS``; a run sharing the server's uid
+    gets what that uid runs now plus ``MAX_THREADS`` (the server's own threads never count
+    against a run's limit, only the other way round)."""
+    return 1 + MAX_THREADS + (0 if root else uid_tasks(uid))
 
 
 @dataclass
@@ -259,7 +353,8 @@ def run_tests(
         if version >= landlock.SCRATCH_ABI:
             scratch = _Scratch.make(uid if root else None, limits)
         rules = landlock.ruleset(version, scratch and scratch.path) if version else None
-        proc, streams = _run(source, checks, limits, uid, scratch, rules)
+        threads = thread_limit(root, uid)
+        proc, streams = _run(source, checks, limits, uid, threads, scratch, rules)
     finally:
         if scratch is not None:
             scratch.remove()
@@ -274,6 +369,7 @@ def _run(
     checks: list[Check],
     limits: Limits,
     uid: int,
+    threads: int,
     scratch: _Scratch | None,
     rules: landlock.Ruleset | None,
 ) -> tuple[subprocess.Popen[bytes], _Streams]:
@@ -303,6 +399,7 @@ def _run(
         "cpu_seconds": limits.cpu_seconds,
         "memory_mb": limits.memory_mb,
         "uid": uid,
+        "threads": threads,
         "result_fd": result_w,
         "filter": build_filter(proc.pid, scratch=scratch is not None).hex(),
         "max_value_chars": MAX_VALUE_CHARS,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+
+from .live import read_live
 
 STATIC = Path(__file__).parent / "static"
 _SERVER_STATIC = Path(__file__).parents[2] / "server" / "web" / "static"
@@ -106,8 +109,13 @@ def run_episodes(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def create_viewer(runs: list[Path]) -> Starlette:
-    """The app over ``runs`` (run folders); run ``i`` of the API is ``runs[i]``."""
+def create_viewer(
+    runs: list[Path], live: Sequence[str] = (), token: str | None = None
+) -> Starlette:
+    """The app over ``runs`` (run folders); run ``i`` of the API is ``runs[i]``. ``live``: the
+    base URLs of env servers (or a trainer's ``metrics_port``) whose ``/metrics`` the Live tab
+    shows, read with ``token``."""
+    live_urls = list(live)
     for run in runs:
         if not run.is_dir():
             raise ValueError(f"{run} is not a folder; give run folders, e.g. runs/<name>")
@@ -145,6 +153,9 @@ def create_viewer(runs: list[Path]) -> Starlette:
     async def episodes(request: Request) -> Response:
         return JSONResponse(run_episodes(pick(request)))
 
+    async def live_figures(_request: Request) -> Response:
+        return JSONResponse(await read_live(live_urls, token) if live_urls else [])
+
     async def not_found(_request: Request, _exc: Exception) -> Response:
         return JSONResponse({"error": "no such run"}, status_code=404)
 
@@ -156,6 +167,7 @@ def create_viewer(runs: list[Path]) -> Starlette:
             Route("/api/runs/{run:int}", info),
             Route("/api/runs/{run:int}/metrics", metrics),
             Route("/api/runs/{run:int}/episodes", episodes),
+            Route("/api/live", live_figures),
         ],
         exception_handlers={IndexError: not_found},
     )

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import random
+import threading
+import time
 import uuid
 
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
+from openenv_train.server.metrics import count_env_event
 
 from ..grading import REWARD_RANGE
 from ..models import CodeAction, CodingObservation, CodingState
@@ -26,6 +29,7 @@ from ..sandbox import Limits, default_parallel, run_tests
 from ..slots import FairSlots
 from ..tasks import TASKS, TASKS_BY_ID, Task
 
+_SELF_TEST = "def add(a, b):\n    return a + b\n"
 SLOTS = FairSlots(
     int(os.environ.get("CODING_MAX_PARALLEL") or default_parallel(Limits.from_env().memory_mb))
 )
@@ -42,6 +46,35 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
     )
     #: step waits on a sandboxed subprocess: always in a worker thread, never on the event loop
     inline_sync_calls = False
+    #: seconds one self-test's verdict stands (``/health`` asks often; a run costs ~40 ms)
+    SELF_TEST_EVERY_S = 5.0
+    _self_test: tuple[float, str | None] = (float("-inf"), None)
+    _self_test_lock = threading.Lock()
+
+    @classmethod
+    def check_ready(cls) -> str | None:
+        """The env's self-test for ``/health``: one honest submission through the sandbox must
+        score 1.0 within 4 s (a server whose limits were lowered, whose pids are exhausted or
+        whose sandbox cannot start is not ready, whatever its event loop says)."""
+        with cls._self_test_lock:
+            at, verdict = cls._self_test
+            if time.monotonic() - at < cls.SELF_TEST_EVERY_S:
+                return verdict
+            task = TASKS_BY_ID["add"]
+            limits = Limits(cpu_seconds=2, wall_seconds=4.0)
+            try:
+                result = run_tests(_SELF_TEST, task.tests, limits)
+            except Exception as exc:  # noqa: BLE001 - any failure is the answer
+                verdict = f"the sandbox self-test failed: {type(exc).__name__}: {exc}"[:500]
+            else:
+                ok = (result.status, result.fraction) == ("ok", 1.0)
+                verdict = (
+                    None
+                    if ok
+                    else f"the sandbox self-test got {result.status}: {result.errors[:2]}"
+                )
+            cls._self_test = (time.monotonic(), verdict)
+            return verdict
 
     def __init__(self) -> None:
         self._limits = Limits.from_env()
@@ -93,6 +126,7 @@ class CodingEnvironment(Environment[CodeAction, CodingObservation, CodingState])
             raise NoEpisodeError("the episode is over (done=True): call reset() for a new task")
         with SLOTS.hold(self):  # this session's turn
             result = run_tests(action.code, task.tests, self._limits)
+        count_env_event("sandbox_run", result.status)  # the server's /metrics: runs by status
         self._attempts += 1
         low, high = REWARD_RANGE
         reward = min(high, max(low, result.fraction))

@@ -2,7 +2,8 @@
 
 The verifiers environment is loaded once per server process (``load_verifiers_env``); each
 session's ``reset(seed=s)`` takes row ``s % len(dataset)`` (the same row for the same seed) and
-``step`` hands the answer, as the assistant message, to ``rubric.score_rollout``.
+``step`` hands the answer, as the assistant message, to the environment's scorer: the rubric's
+``score_rollout`` (verifiers 0.3, the v0 API) or the task's rewards on a trace (0.4, v1; ``api``).
 """
 
 from __future__ import annotations
@@ -17,27 +18,28 @@ from typing import Any
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 
 from ..models import AnswerAction, VerifiersObservation, VerifiersState
+from .api import Scorer, api_version, load_v0, load_v1
 
 
 @dataclass(frozen=True)
 class LoadedEnv:
-    """A loaded verifiers environment and its dataset rows (plain dicts)."""
+    """A loaded verifiers environment: its rows (plain dicts), its scorer and which API."""
 
     env_id: str
-    env: Any
     rows: tuple[dict[str, Any], ...]
+    score: Scorer
+    api: str = "v0"
 
 
 @functools.cache
 def load_verifiers_env(env_id: str) -> LoadedEnv:
-    """``verifiers.load_environment(env_id)`` and its dataset, once per process."""
-    import verifiers as vf
-
-    env = vf.load_environment(env_id)
-    dataset = env.get_dataset() if hasattr(env, "get_dataset") else env.dataset
-    if dataset is None or len(dataset) == 0:
+    """The verifiers environment ``env_id`` and its rows, once per process, through whichever
+    API the installed verifiers has."""
+    api = api_version()
+    rows, score = (load_v1 if api == "v1" else load_v0)(env_id)
+    if not rows:
         raise ValueError(f"verifiers environment {env_id!r} has no dataset rows to serve")
-    return LoadedEnv(env_id, env, tuple(dict(row) for row in dataset))
+    return LoadedEnv(env_id, tuple(rows), score, api)
 
 
 def _messages(prompt: Any) -> list[dict[str, str]]:
@@ -53,6 +55,7 @@ class VerifiersEnvironment(Environment[AnswerAction, VerifiersObservation, Verif
         self.loaded = loaded
         self._rng = random.Random()
         self._row: dict[str, Any] | None = None
+        self._index = 0
         self._state = VerifiersState(env_id=loaded.env_id)
 
     @classmethod
@@ -75,8 +78,9 @@ class VerifiersEnvironment(Environment[AnswerAction, VerifiersObservation, Verif
             raise ValueError(f"seed must be an integer >= 0 (or omitted), got {seed!r}")
         seed = self._rng.randrange(2**31) if seed is None else seed
         rows = self.loaded.rows
-        self._row = row = rows[seed % len(rows)]
-        example_id = row.get("example_id", seed % len(rows))
+        self._index = seed % len(rows)
+        self._row = row = rows[self._index]
+        example_id = row.get("example_id", self._index)
         self._state = VerifiersState(
             episode_id=episode_id or uuid.uuid4().hex,
             env_id=self.loaded.env_id,
@@ -100,7 +104,7 @@ class VerifiersEnvironment(Environment[AnswerAction, VerifiersObservation, Verif
         row = self._row
         if row is None:
             raise NoEpisodeError("no prompt in progress: call reset() before answering")
-        reward, scores = await self._score(row, action.answer)
+        reward, scores = await self.loaded.score(self._index, action.answer)
         self._row = None
         self._state.step_count += 1
         self._state.done, self._state.reward = True, reward
@@ -112,23 +116,6 @@ class VerifiersEnvironment(Environment[AnswerAction, VerifiersObservation, Verif
             done=True,
             reward=reward,
         )
-
-    async def _score(self, row: dict[str, Any], answer: str) -> tuple[float, dict[str, float]]:
-        """The rubric's reward for ``answer`` as the assistant's reply to ``row``'s prompt."""
-        from verifiers.types import State
-        from verifiers.utils.message_utils import normalize_messages
-
-        state = State(input=dict(row))
-        state["task"] = dict(row)
-        state["prompt"] = normalize_messages(row.get("prompt") or [], field_name="prompt")
-        state["completion"] = normalize_messages(
-            [{"role": "assistant", "content": answer}], field_name="completion"
-        )
-        state["trajectory"] = []
-        await self.loaded.env.rubric.score_rollout(state)
-        metrics = state.get("metrics") or {}
-        scores = {str(k): float(v) for k, v in metrics.items() if isinstance(v, (int, float))}
-        return float(state["reward"]), scores
 
     async def state(self) -> VerifiersState:
         return self._state

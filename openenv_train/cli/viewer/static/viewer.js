@@ -183,9 +183,53 @@ function drawRunInfo() {
   });
 }
 
+let liveTimer = null;
+const livePrev = new Map();  // "url|env" -> {at, steps, count, sum}: rates between two reads
+
+function liveRow(attrs, ...cells) { const r = el("tr", attrs); r.append(...cells); return r; }
+
+function cell(v, digits = 0) {
+  return el("td", {}, v === null || v === undefined ? "–" : typeof v === "number" ? v.toFixed(digits) : String(v));
+}
+
+async function loadLive() {
+  const rows = await (await fetch("/api/live")).json();
+  $("live-none").hidden = rows.length > 0;
+  const servers = [], trainers = [];
+  const now = performance.now();
+  for (const r of rows) {
+    if (r.error) { servers.push(liveRow({}, cell(r.url), el("td", { colspan: "9", class: "error" }, r.error))); continue; }
+    for (const [env, f] of Object.entries(r.envs)) {
+      const key = r.url + "|" + env, prev = livePrev.get(key);
+      let rate = null, mean = f.step_count ? (1000 * f.step_seconds) / f.step_count : null;
+      if (prev) {
+        const dt = (now - prev.at) / 1000, dn = f.step_count - prev.count;
+        rate = dt > 0 ? (f.steps - prev.steps) / dt : null;
+        mean = dn > 0 ? (1000 * (f.step_seconds - prev.sum)) / dn : mean;
+      }
+      livePrev.set(key, { at: now, steps: f.steps, count: f.step_count, sum: f.step_seconds });
+      servers.push(liveRow({ "data-env": env }, cell(r.url), cell(env), cell(`${f.sessions_open} / ${f.sessions_max}`),
+        cell(f.steps), cell(rate, 1), cell(mean, 2), cell(f.step_p99_ms, 2), cell(f.errors), cell(f.refused), cell(f.reaped)));
+    }
+    const t = r.trainer;
+    if (t && Object.keys(t).length) {
+      trainers.push(liveRow({}, cell(r.url), cell(t.step), cell(t.episodes_total), cell(t.turns_total),
+        cell(t.tokens_per_second, 1), cell(t.mean_batch_size, 1), cell(t.infra_errors_total), cell(t.groups_dropped_total)));
+    }
+  }
+  $("live-servers").tBodies[0].replaceChildren(...servers);
+  $("live-trainer").tBodies[0].replaceChildren(...trainers);
+}
+
 function showTab(name) {
   for (const b of document.querySelectorAll(".tab")) b.classList.toggle("secondary", b.dataset.tab !== name);
-  for (const t of ["curves", "episodes", "run"]) $("tab-" + t).hidden = t !== name;
+  for (const t of ["curves", "episodes", "run", "live"]) $("tab-" + t).hidden = t !== name;
+  clearInterval(liveTimer);
+  liveTimer = null;
+  if (name === "live") {
+    loadLive().catch(() => {});
+    liveTimer = setInterval(() => loadLive().catch(() => {}), 2000);
+  }
 }
 
 document.querySelectorAll(".tab").forEach((b) => { b.onclick = () => showTab(b.dataset.tab); });

@@ -103,8 +103,13 @@ const OpenEnvPlayground = (() => {
     });
   }
 
+  // One session at a time: a Reset clicked while the page's own connect() is under way waits
+  // for that connection instead of opening a second one (whose later open replaced the first,
+  // so a step after the reset reached a session that had never been reset).
+  let opening = null;
   function connect() {
-    return new Promise((ok, fail) => {
+    if (opening) return opening;
+    opening = new Promise((ok, fail) => {
       const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
       ws = new WebSocket(url);
       ws.onopen = () => { $("connection").textContent = "session open"; ok(); };
@@ -121,7 +126,8 @@ const OpenEnvPlayground = (() => {
         if (frame.type === "error") p.fail(new Error(frame.data.message || json(frame.data)));
         else p.ok(frame.data);
       };
-    });
+    }).finally(() => { opening = null; });
+    return opening;
   }
 
   function show(result, sent) {
@@ -160,7 +166,7 @@ const OpenEnvPlayground = (() => {
   async function reset() {
     $("action-error").textContent = "";
     try {
-      if (!ws) await connect();
+      if (!ws || opening) await connect();
       const seed = $("seed").value;
       const data = seed === "" ? {} : { seed: Number(seed) };
       const result = await send({ type: "reset", data });
@@ -217,6 +223,43 @@ const OpenEnvPlayground = (() => {
     return row;
   };
 
+  /** Sum of the samples of ``name`` in Prometheus text whose labels contain each of ``want``. */
+  function metricSum(text, name, want = []) {
+    let total = 0;
+    for (const line of text.split("\n")) {
+      if (!line.startsWith(name + "{") && !line.startsWith(name + " ")) continue;
+      if (want.every((w) => line.includes(w))) total += Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
+    }
+    return total;
+  }
+
+  let lastFigures = null;
+  /** The server's live figures (sessions, steps, rate, mean step time, errors, refusals). */
+  async function refreshFigures() {
+    let text;
+    try {
+      const res = await fetch("/metrics");
+      if (!res.ok) return;
+      text = await res.text();
+    } catch (e) { return; }
+    const now = performance.now();
+    const steps = metricSum(text, "openenv_server_frames_total", ['type="step"']);
+    const count = metricSum(text, "openenv_server_frame_seconds_count", ['type="step"']);
+    const sum = metricSum(text, "openenv_server_frame_seconds_sum", ['type="step"']);
+    $("fig-sessions").textContent = metricSum(text, "openenv_server_sessions_open") + " / " + metricSum(text, "openenv_server_sessions_max");
+    $("fig-steps").textContent = String(steps);
+    $("fig-errors").textContent = String(metricSum(text, "openenv_server_errors_total"));
+    $("fig-refused").textContent = String(metricSum(text, "openenv_server_sessions_refused_total"));
+    if (lastFigures) {
+      const dt = (now - lastFigures.at) / 1000, dn = count - lastFigures.count;
+      $("fig-rate").textContent = dt > 0 ? ((steps - lastFigures.steps) / dt).toFixed(1) : "–";
+      $("fig-step-ms").textContent = dn > 0 ? ((1000 * (sum - lastFigures.sum)) / dn).toFixed(2) : "–";
+    } else if (count > 0) {
+      $("fig-step-ms").textContent = ((1000 * sum) / count).toFixed(2);
+    }
+    lastFigures = { at: now, steps, count, sum };
+  }
+
   async function start() {
     try {
       const meta = await (await fetch("/metadata")).json();
@@ -228,13 +271,22 @@ const OpenEnvPlayground = (() => {
     schema = await res.json();
     actionFields = buildForm($("action-form"), schema.action || {});
     $("reset").onclick = reset;
+    $("reset").disabled = false;  // off in the HTML until here: an earlier click would do nothing
     $("step").onclick = () => step();
     $("action-form").onsubmit = (e) => { e.preventDefault(); if (!done) step(); };
-    try { await connect(); } catch (e) { $("connection").textContent = e.message; }
+    await refreshFigures();  // before the session opens: done by the time the page is usable
+    $("fig-refresh").onclick = refreshFigures;
+    $("fig-refresh").disabled = false;
+    let timer = null;  // live updates only when asked: a poll that outlives its server fails
+    $("fig-live").onchange = () => {
+      clearInterval(timer);
+      timer = $("fig-live").checked ? setInterval(refreshFigures, 2000) : null;
+    };
+    try { if (!ws || opening) await connect(); } catch (e) { $("connection").textContent = e.message; }
   }
 
   return {
-    start, reset, step,
+    start, reset, step, refreshFigures,
     /** An env's renderer: fn(observation, result) -> HTML string or element, shown above the JSON. */
     registerRenderer(fn) { renderer = fn; },
   };

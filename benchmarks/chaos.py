@@ -1,0 +1,314 @@
+"""Chaos: coding_env episodes against a pool of containers while faults hit them on a schedule.
+
+Workers lease servers from an ``EnvPool`` of ``ContainerProvider`` containers (the hardened
+defaults) and play episodes (reset + one step with a correct solution, so every reward must be
+1.0). A fault thread hits one container every ``--fault-every`` seconds, cycling through:
+
+- ``server_sigkill``: the env server process inside the container gets SIGKILL;
+- ``container_kill``: the engine kills the whole container with SIGKILL, as the kernel's OOM
+  killer does to a container over its memory limit (a stand-in: a real OOM kill picks the
+  largest process, not reliably the server);
+- ``network_cut``: the container leaves the engine's network for ``--outage`` seconds (Docker);
+- ``env_stall``: the container is frozen (``pause``) for ``--outage`` seconds;
+- ``engine_restart``: restarting the Docker daemon; refused unless ``--allow-restart``
+  (it stops every container of every user of the engine: never on a shared machine).
+
+An episode that fails for an infrastructure reason is retried on another lease (up to
+``--retries``); it is *lost* only when every try failed. Reported: episodes done, lost, and
+*infrastructure failures scored as reward* (a finished episode whose reward is not 1.0: the
+solution is always right), and per fault the throughput dip and the time to recover (until the
+3-s rolling throughput is back to 80% of the baseline measured before the first fault).
+
+Usage: python benchmarks/chaos.py [--engine docker] [--servers 3] [--workers 3] [--minutes 20]
+       [--fault-every 60] [--outage 8] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coding_env import CodeAction, CodingEnv  # noqa: E402
+
+from openenv_train.runtime import ContainerProvider, EnvPool  # noqa: E402
+
+SOLUTION = "def add(a, b):\n    return a + b"
+FAULTS = ("server_sigkill", "container_kill", "network_cut", "env_stall", "engine_restart")
+_KILL_SERVER = (
+    "import os\nfor p in os.listdir('/proc'):\n    if p.isdigit() and int(p) != os.getpid():\n"
+    "        try:\n            cmd = open('/proc/%s/cmdline' % p, 'rb').read()\n"
+    "        except OSError:\n            continue\n        if b'runtime.launch' in cmd:\n"
+    "            os.kill(int(p), 9)\n"
+)
+
+
+@dataclass
+class Fault:
+    """One injected fault and what it cost."""
+
+    kind: str
+    at_s: float
+    container: str = ""
+    skipped: str = ""
+    infra_errors: int = 0
+    dip: float | None = None  # lowest 3-s throughput after it, as a fraction of the baseline
+    recover_s: float | None = None
+
+
+@dataclass
+class Report:
+    episodes: int = 0
+    lost: int = 0
+    infra_scored_as_reward: int = 0
+    infra_errors: int = 0
+    baseline_eps: float = 0.0
+    seconds: float = 0.0
+    faults: list[Fault] = field(default_factory=list)
+
+
+class Recorder:
+    """Completion and failure times, thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done: list[float] = []
+        self.errors: list[float] = []
+        self.lost = 0
+        self.bad_rewards = 0
+
+    def add(self, bucket: list[float]) -> None:
+        with self.lock:
+            bucket.append(time.monotonic())
+
+
+def play(pool: EnvPool, rec: Recorder, stop: threading.Event, retries: int) -> None:
+    """Episodes until ``stop``; an infrastructure failure retries the episode on a new lease."""
+    while not stop.is_set():
+        for _attempt in range(retries):
+            try:
+                with pool.acquire(timeout=120) as lease:
+                    with CodingEnv(base_url=lease.base_url, timeout=15).sync() as env:
+                        env.reset(task_id="add")
+                        result = env.step(CodeAction(code=SOLUTION))
+                if result.reward != 1.0:
+                    with rec.lock:
+                        rec.bad_rewards += 1
+                rec.add(rec.done)
+                break
+            except Exception:  # noqa: BLE001 - every failure here is the infrastructure's
+                rec.add(rec.errors)
+                if stop.is_set():
+                    return
+        else:
+            with rec.lock:
+                rec.lost += 1
+
+
+def _containers(pool: EnvPool) -> list[ContainerProvider]:
+    slots = [s for s in list(pool._slots) if s.state in ("idle", "leased", "draining")]
+    return [s.provider for s in slots if s.provider.running]  # not one being removed
+
+
+def inject(kind: str, provider: ContainerProvider, outage: float, allow_restart: bool) -> str:
+    """Apply one fault to ``provider``'s container; '' when done, else why it was skipped."""
+    client = provider._client
+    container = client.containers.get(provider.name)
+    if kind == "server_sigkill":
+        container.exec_run(["python3", "-c", _KILL_SERVER])
+    elif kind == "container_kill":
+        container.kill(signal="SIGKILL")
+    elif kind == "network_cut":
+        if provider.engine != "docker":
+            return "network cut is done with Docker's network API only"
+        network = client.networks.get("bridge")
+        network.disconnect(container)
+        time.sleep(outage)
+        _unless_replaced(lambda: network.connect(container))
+    elif kind == "env_stall":
+        container.pause()
+        time.sleep(outage)
+        _unless_replaced(container.unpause)
+    elif kind == "engine_restart":
+        if not allow_restart:
+            return "refused: restarting the engine stops every container of every user"
+        if provider.engine != "docker":
+            return "Podman has no daemon to restart (each container has its own monitor)"
+        restart_dockerd()
+    return ""
+
+
+def restart_dockerd(timeout: float = 60.0) -> None:
+    """Restart the Docker daemon: ``systemctl`` where systemd runs it, else stop the running
+    ``dockerd`` (SIGTERM, as systemd would) and start it again as ``make engines-ready`` does."""
+    import shutil
+    import signal
+    import subprocess
+
+    if shutil.which("systemctl") and os.path.isdir("/run/systemd/system"):
+        subprocess.run(["systemctl", "restart", "docker"], check=True, timeout=timeout)
+        return
+    pid = int(Path("/var/run/docker.pid").read_text().strip())
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"dockerd (pid {pid}) still running {timeout:.0f} s after SIGTERM")
+        time.sleep(0.2)
+    with open("/var/log/dockerd.log", "ab") as log:
+        subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+    while subprocess.run(["docker", "info"], capture_output=True).returncode != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"dockerd not back {timeout:.0f} s after its restart")
+        time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: an exited child of ours (the daemon an earlier restart
+    started) is reaped here, since a zombie keeps its /proc entry."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:  # not our child: init reaps it
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _unless_replaced(undo: Callable[[], object]) -> None:
+    """Undo a fault, unless the pool has already removed the container (it found it dead and
+    started another: the recovery this benchmark measures)."""
+    import docker.errors
+
+    try:
+        undo()
+    except docker.errors.NotFound:
+        pass
+
+
+def rate(times: list[float], start: float, end: float) -> float:
+    return sum(start <= t < end for t in times) / max(end - start, 1e-9)
+
+
+def analyse(rec: Recorder, faults: list[Fault], t0: float, end: float, report: Report) -> None:
+    """Baseline before the first fault; per fault the dip and the time back to 80% of it."""
+    first = faults[0].at_s if faults else end - t0
+    warm = rec.done[0] if rec.done else t0  # from the first episode to the first fault
+    report.baseline_eps = rate(rec.done, warm, t0 + first)
+    for i, fault in enumerate(faults):
+        start = t0 + fault.at_s
+        stop = t0 + (faults[i + 1].at_s if i + 1 < len(faults) else end - t0)
+        fault.infra_errors = sum(start <= t < stop for t in rec.errors)
+        windows = [rate(rec.done, t, t + 3) for t in _steps(start, stop - 3, 0.5)]
+        if windows and report.baseline_eps:
+            fault.dip = round(min(windows) / report.baseline_eps, 2)
+        for t in _steps(start, stop - 3, 0.5):
+            if rate(rec.done, t, t + 3) >= 0.8 * report.baseline_eps and t > start:
+                fault.recover_s = round(t + 3 - start, 1)
+                break
+
+
+def _steps(start: float, stop: float, step: float) -> list[float]:
+    n = max(0, int((stop - start) / step) + 1)
+    return [start + i * step for i in range(n)]
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
+    from openenv_train.cli.env_build import build_image
+
+    base = os.environ.get("OPENENV_TRAIN_BASE_IMAGE", "openenv-train-base:py3.11-bookworm")
+    tag = f"openenv-train-bench/coding_env:chaos-{args.engine}"
+    build_image(ROOT / "envs" / "coding_env", tag, base_image=base, engine=args.engine)
+
+    def factory() -> ContainerProvider:
+        return ContainerProvider(tag, engine=args.engine, startup_timeout=120)
+
+    rec, stop, report = Recorder(), threading.Event(), Report()
+    kinds = [k for k in args.faults.split(",") if k]
+    with EnvPool(factory, min_size=args.servers, check_interval=0.5) as pool:
+        workers = [
+            threading.Thread(target=play, args=(pool, rec, stop, args.retries), daemon=True)
+            for _ in range(args.workers)
+        ]
+        t0 = time.monotonic()
+        for w in workers:
+            w.start()
+        end = t0 + args.minutes * 60
+        faults: list[Fault] = []
+        while not rec.done and time.monotonic() < end:  # the schedule starts once warm
+            time.sleep(0.1)
+        next_at = time.monotonic() + args.fault_every
+        while time.monotonic() < end:
+            if time.monotonic() >= next_at and next_at + 10 < end:
+                kind = kinds[len(faults) % len(kinds)]
+                fault = Fault(kind, round(time.monotonic() - t0, 1))
+                targets = _containers(pool)
+                if targets:
+                    fault.container = targets[0].name
+                    try:
+                        fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
+                    except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
+                        fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
+                else:
+                    fault.skipped = "no running container to hit"
+                log(f"{fault.at_s:7.1f}s  {kind}  {fault.skipped or 'injected'}")
+                faults.append(fault)
+                next_at += args.fault_every
+            time.sleep(0.2)
+        stop.set()
+        for w in workers:
+            w.join(timeout=60)
+        end = time.monotonic()
+    report.episodes, report.lost = len(rec.done), rec.lost
+    report.infra_scored_as_reward, report.infra_errors = rec.bad_rewards, len(rec.errors)
+    report.seconds = round(end - t0, 1)
+    analyse(rec, faults, t0, end, report)
+    report.faults = faults
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default="docker")
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--fault-every", type=float, default=60.0)
+    parser.add_argument("--outage", type=float, default=8.0)
+    parser.add_argument("--retries", type=int, default=5)
+    parser.add_argument("--faults", default=",".join(FAULTS))
+    parser.add_argument("--allow-restart", action="store_true", dest="allow_restart")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(argv)
+    report = run(args, log=(lambda _m: None) if args.json else print)
+    if args.json:
+        print(json.dumps(asdict(report)))
+        return 0
+    print(
+        f"episodes {report.episodes} in {report.seconds}s (baseline "
+        f"{report.baseline_eps:.2f}/s); lost {report.lost}; infrastructure failures scored as "
+        f"reward {report.infra_scored_as_reward}; failed tries (retried) {report.infra_errors}"
+    )
+    print("| fault | at s | failed tries | lowest throughput | time to recover |")
+    print("|---|---|---|---|---|")
+    for f in report.faults:
+        dip = f"{f.dip:.0%}" if f.dip is not None else "-"
+        back = f"{f.recover_s} s" if f.recover_s is not None else "not within the window"
+        print(f"| {f.kind} | {f.at_s} | {f.infra_errors} | {dip} | {f.skipped or back} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+cd /app
+printf '#!/bin/bash\necho "hi $1"\n' > /app/greet.sh && chmod +x /app/greet.sh

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Grade the work in /app; write the reward where Harbor reads it.
+mkdir -p /logs/verifier
+python3 - <<'EOF'
+def reward(ok):
+    open("/logs/verifier/reward.txt", "w").write("1" if ok else "0")
+
+try:
+    ok = open("/app/port.txt").read().strip() == "5433"
+except OSError:
+    ok = False
+reward(ok)
+EOF

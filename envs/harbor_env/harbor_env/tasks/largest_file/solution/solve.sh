@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+cd /app
+find /app/files -type f -printf '%s %f\n' | sort -n | tail -1 | cut -d' ' -f2 > /app/largest.txt

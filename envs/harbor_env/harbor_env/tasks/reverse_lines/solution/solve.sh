@@ -1,0 +1,4 @@
+#!/bin/bash
+set -e
+cd /app
+tac /app/poem.txt > /app/reversed.txt

@@ -1,0 +1,371 @@
+"""Self-play: one policy holds every seat of a game, batched across seats and sessions.
+
+One env session plays one game (the seats protocol: every observation names ``current_player``
+and shows that seat's view). Each seat keeps its own token record, built from only what it was
+shown: its first view is its prompt, each later view is env text before its next answer. Every
+seat waiting on the model, in every game, joins one ``GenerationBatcher`` call. A finished game
+gives one :class:`~.records.EpisodeRecord` per seat with that seat's reward (the game's returns).
+
+Rows for GRPO (:class:`SelfPlayRunner`): with ``advantages="group"`` the games of a group share
+a seed, and each seat's rows of that group form one GRPO group (groups per seat and start
+state); with ``advantages="role"`` every game has its own seed and each seat's rows of the whole
+batch form one group: the baseline is that seat's mean return (role-conditioned advantages).
+
+An answer that is not a legal move gets the mover the spec's ``invalid_action_reward`` whatever
+the game's outcome; where the spec has a ``fallback_action(observation, rng)`` the game goes on
+with that move in its place (a random legal one), so every seat plays and gets a row; without
+one the game ends there (the others get 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..policy.interface import Generation, Policy, SamplingSettings
+from .batcher import GenerationBatcher
+from .episode import LIMIT, RolloutConfig
+from .records import EpisodeRecord, RolloutBatch
+from .tokens import EpisodeTokens, TokenCodec
+
+Advantages = Literal["group", "role"]
+ADVANTAGES = ("group", "role")
+
+
+@dataclass
+class SeatRecord:
+    """One seat's side of a finished game."""
+
+    seat: int
+    tokens: EpisodeTokens | None
+    turns: int
+    reward: float
+
+
+@dataclass
+class SelfPlayGame:
+    """A finished game: every seat's record, the returns and why it ended (``done``,
+    ``invalid``, or the turn limit)."""
+
+    seed: int | None
+    seats: list[SeatRecord]
+    returns: list[float]
+    stop: str
+    moves: list[str] = field(default_factory=list)
+
+
+Generate = Callable[[list[int], SamplingSettings], Awaitable[Generation]]
+
+
+async def play_game(
+    client: Any,
+    spec: Any,
+    *,
+    generate: Generate | list[Generate],
+    codec: TokenCodec,
+    config: RolloutConfig,
+    reset_kwargs: dict[str, Any],
+    sampling: SamplingSettings | None = None,
+) -> SelfPlayGame:
+    """Play one game on ``client`` (an open session holding every seat) with ``generate`` in
+    every seat (or ``generate[s]`` in seat ``s``). ``config.max_turns`` bounds each seat's
+    answers."""
+    sampling = sampling or config.sampling(codec.tokenizer)
+    result = await client.reset(**reset_kwargs)
+    n = int(result.observation.num_players)
+    tokens: list[EpisodeTokens | None] = [None] * n
+    turns = [0] * n
+    moves: list[str] = []
+    invalid: set[int] = set()
+    rng = random.Random(reset_kwargs.get("seed"))
+    while not result.done:
+        obs = result.observation
+        s = obs.current_player
+        if not isinstance(s, int) or not 0 <= s < n:
+            raise RuntimeError(
+                f"the env named no seat to move (current_player={s!r}) in a game that is not "
+                "over: a seated env must name current_player in every observation"
+            )
+        if turns[s] >= config.max_turns:
+            return _game(reset_kwargs, tokens, turns, [spec.truncation_reward] * n, LIMIT, moves)
+        seat_tokens = tokens[s]
+        if seat_tokens is None:
+            text = spec.initial_prompt(result, None)
+            seat_tokens = tokens[s] = EpisodeTokens(codec.prompt_ids([_user(text)]))
+        else:
+            seat_tokens.add_env(
+                codec.turn_ids([{"role": spec.env_role, "content": spec.render(result)}])
+            )
+        answer = generate[s] if isinstance(generate, list) else generate
+        gen = await answer(seat_tokens.context(), sampling)
+        if not gen.token_ids:
+            raise RuntimeError("the policy returned no tokens; it must generate at least one")
+        seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+        turns[s] += 1
+        action = _action(spec, gen.text, obs)
+        if action is None:
+            fallback = getattr(spec, "fallback_action", None)
+            if fallback is None:  # the game ends here; seats that never moved get no row
+                rewards = [0.0] * n
+                rewards[s] = float(spec.invalid_action_reward)
+                return _game(reset_kwargs, tokens, turns, rewards, "invalid", moves)
+            invalid.add(s)
+            action = fallback(obs, rng)
+        moves.append(getattr(action, "move", str(action)))
+        result = await client.step(action)
+    returns = [float(r) for r in result.observation.rewards]
+    if len(returns) != n:
+        raise RuntimeError(
+            f"the finished game's observation has rewards {returns!r}, not one per seat ({n}); "
+            "a seated env must send every seat's return when done"
+        )
+    for s in invalid:
+        returns[s] = float(spec.invalid_action_reward)
+    return _game(reset_kwargs, tokens, turns, returns, "invalid" if invalid else "done", moves)
+
+
+def _action(spec: Any, text: str, obs: Any) -> Any:
+    """The spec's legal action in ``text`` (``legal_action(text, observation)`` where the spec
+    checks legality, else ``parse_action``), or None."""
+    legal = getattr(spec, "legal_action", None)
+    return legal(text, obs) if legal is not None else spec.parse_action(text)
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _game(
+    kwargs: dict[str, Any],
+    tokens: list[EpisodeTokens | None],
+    turns: list[int],
+    rewards: list[float],
+    stop: str,
+    moves: list[str],
+) -> SelfPlayGame:
+    seats = [SeatRecord(s, tokens[s], turns[s], rewards[s]) for s in range(len(tokens))]
+    return SelfPlayGame(kwargs.get("seed"), seats, list(rewards), stop, moves)
+
+
+def seat_row(rec: SeatRecord, *, row: int, group: int, prompt: Any, stop: str) -> EpisodeRecord:
+    """The TRL row of one seat."""
+    metrics = {"seat": rec.seat, "turns": rec.turns, "stop_reason": stop}
+    if rec.tokens is None:
+        raise RuntimeError(
+            f"seat {rec.seat} never moved in a game that ended '{stop}', so it has no row for "
+            "GRPO: give the spec a fallback_action(observation, rng) so that games go on past an "
+            "illegal answer"
+        )
+    t = rec.tokens
+    metrics.update(model_tokens=t.model_tokens, env_tokens=t.env_tokens)
+    return EpisodeRecord(
+        row=row,
+        group=group,
+        prompt=prompt,
+        prompt_ids=t.prompt_ids,
+        completion_ids=t.completion_ids,
+        logprobs=t.logprobs,
+        env_mask=t.env_mask,
+        reward=rec.reward,
+        num_turns=rec.turns,
+        metrics=metrics,
+        model_texts=list(t.model_texts),
+    )
+
+
+@dataclass
+class _Task:
+    """One game to play: its seed, the seats whose rows are kept (``seats``) and, per seat, the
+    batcher that answers for it."""
+
+    unit: int
+    seed: int
+    seats: tuple[int, ...]
+    batchers: list[GenerationBatcher]
+
+
+class SelfPlayRunner:
+    """Plays TRL's batches by self-play on open seated sessions (``clients``: ``EnvClient``
+    instances, one game each at a time).
+
+    ``run(prompts, group_size)`` returns one row per prompt: ``len(prompts) / num_seats`` rows per
+    seat, ordered so that every ``group_size`` consecutive rows are one GRPO group of one seat
+    (see the module docstring for ``advantages``). ``seed`` makes the games repeatable.
+
+    ``opponents`` (a callable giving the past policies, e.g. a checkpoint pool) with
+    ``pool_share`` > 0: that share of the groups is played against a past policy drawn from
+    it: the live policy in one seat (whose rows are kept), the past one in the others; each seat's
+    rows of such a group come from their own games.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        spec: Any,
+        clients: list[Any],
+        *,
+        config: RolloutConfig,
+        num_seats: int = 2,
+        advantages: Advantages = "group",
+        seed: int = 0,
+        reset_kwargs: dict[str, Any] | None = None,
+        opponents: Callable[[], list[Policy]] | None = None,
+        pool_share: float = 0.0,
+    ) -> None:
+        if advantages not in ADVANTAGES:
+            raise ValueError(f"advantages must be one of {ADVANTAGES}, got {advantages!r}")
+        if not clients:
+            raise ValueError("clients: give at least one open session")
+        if not 0.0 <= pool_share <= 1.0:
+            raise ValueError(f"pool_share must be in [0, 1], got {pool_share}")
+        self.policy = policy
+        self.spec = spec
+        self.clients = list(clients)
+        self.config = config
+        self.num_seats = num_seats
+        self.advantages = advantages
+        self.seed = seed
+        self.reset_kwargs = dict(reset_kwargs or {})
+        self.opponents = opponents
+        self.pool_share = pool_share
+        self.codec = TokenCodec(policy.tokenizer, chat_template=config.chat_template)
+        self.batcher = self._batcher(policy)
+        self._past: dict[int, GenerationBatcher] = {}
+        self._rng = random.Random(seed)
+        self._calls = 0
+        self.last_games: list[SelfPlayGame] = []
+
+    def _batcher(self, policy: Policy) -> GenerationBatcher:
+        c = self.config
+        return GenerationBatcher(policy, max_batch_size=c.max_batch_size, max_wait_s=c.max_wait_s)
+
+    def _units(self, rows: int, group_size: int) -> tuple[int, int]:
+        """``(units, games per unit)``: the seeds of a batch and the games each seed plays."""
+        n = self.num_seats
+        if rows % n:
+            raise ValueError(f"{rows} rows do not split into {n} seats: use a multiple of {n}")
+        per_seat = rows // n
+        if self.advantages == "role":
+            if group_size != per_seat:
+                raise ValueError(
+                    f"advantages='role' needs num_generations = rows / seats = {per_seat} (one "
+                    f"group per seat), got {group_size}"
+                )
+            return per_seat, 1
+        if per_seat % group_size:
+            raise ValueError(
+                f"advantages='group': {per_seat} rows per seat is not a multiple of "
+                f"num_generations={group_size}"
+            )
+        return per_seat // group_size, group_size
+
+    def _tasks(self, units: int, per_unit: int, base: int) -> list[_Task]:
+        live, n = self.batcher, self.num_seats
+        past = list(self.opponents()) if self.opponents is not None and self.pool_share else []
+        tasks = []
+        for u in range(units):
+            seed = base + u
+            if past and self._rng.random() < self.pool_share:
+                other = past[self._rng.randrange(len(past))]
+                old = self._past.get(id(other)) or self._past.setdefault(
+                    id(other), self._batcher(other)
+                )
+                for s in range(n):
+                    batchers = [live if k == s else old for k in range(n)]
+                    tasks += [_Task(u, seed, (s,), batchers) for _ in range(per_unit)]
+            else:
+                tasks += [_Task(u, seed, tuple(range(n)), [live] * n) for _ in range(per_unit)]
+        return tasks
+
+    async def play_tasks(self, tasks: list[_Task]) -> list[SelfPlayGame]:
+        """Play ``tasks`` on the open sessions, every seat's answers batched with the others'."""
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for g in range(len(tasks)):
+            queue.put_nowait(g)
+        out: list[SelfPlayGame | None] = [None] * len(tasks)
+        batchers = {id(b): b for t in tasks for b in t.batchers}.values()
+
+        async def worker(client: Any) -> None:
+            for b in batchers:
+                b.register()
+            try:
+                while not queue.empty():
+                    g = queue.get_nowait()
+                    task = tasks[g]
+                    out[g] = await play_game(
+                        client,
+                        self.spec,
+                        generate=[b.generate for b in task.batchers],
+                        codec=self.codec,
+                        config=self.config,
+                        reset_kwargs={**self.reset_kwargs, "seed": task.seed},
+                    )
+            finally:
+                for b in batchers:
+                    b.unregister()
+
+        await asyncio.gather(*(worker(c) for c in self.clients[: len(tasks)]))
+        self.last_games = [g for g in out if g is not None]
+        return self.last_games
+
+    async def play(self, games: int, per_seed: int = 1) -> list[SelfPlayGame]:
+        """``games`` self-play games (the live policy in every seat), ``per_seed`` consecutive
+        ones sharing a seed."""
+        base = self._next_base()
+        n = self.num_seats
+        tasks = [
+            _Task(g // per_seed, base + g // per_seed, tuple(range(n)), [self.batcher] * n)
+            for g in range(games)
+        ]
+        return await self.play_tasks(tasks)
+
+    def _next_base(self) -> int:
+        base = self.seed + self._calls * 1_000_003
+        self._calls += 1
+        return base
+
+    async def run(self, prompts: list[Any], group_size: int) -> RolloutBatch:
+        units, per_unit = self._units(len(prompts), group_size)
+        tasks = self._tasks(units, per_unit, self._next_base())
+        played = await self.play_tasks(tasks)
+        by_slot: dict[tuple[int, int], list[tuple[SeatRecord, str]]] = {}
+        for task, game in zip(tasks, played, strict=True):
+            for s in task.seats:
+                by_slot.setdefault((task.unit, s), []).append((game.seats[s], game.stop))
+        n = self.num_seats
+        if self.advantages == "role":
+            order = [by_slot[(u, s)][0] for s in range(n) for u in range(units)]
+        else:
+            order = [rec for u in range(units) for s in range(n) for rec in by_slot[(u, s)]]
+        rows: list[EpisodeRecord | None] = [
+            seat_row(rec, row=i, group=i // group_size, prompt=prompts[i], stop=stop)
+            for i, (rec, stop) in enumerate(order)
+        ]
+        metrics = selfplay_metrics(
+            [g for t, g in zip(tasks, played, strict=True) if len(t.seats) == n], n
+        )
+        metrics["pool_games"] = sum(len(t.seats) < n for t in tasks)
+        return RolloutBatch(rows, group_size, metrics=metrics)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(c.close() for c in self.clients), return_exceptions=True)
+        for batcher in [self.batcher, *self._past.values()]:
+            await batcher.aclose()
+        self._past.clear()
+
+
+def selfplay_metrics(games: list[SelfPlayGame], num_seats: int) -> dict[str, float]:
+    """Per-seat mean return, win and draw shares, and the share of games ended by an invalid answer."""
+    if not games:
+        return {}
+    n = len(games)
+    out: dict[str, float] = {"invalid_share": sum(g.stop == "invalid" for g in games) / n}
+    for s in range(num_seats):
+        rets = [g.returns[s] for g in games]
+        out[f"seat{s}/mean_return"] = sum(rets) / n
+        out[f"seat{s}/win"] = sum(r > 0 for r in rets) / n
+        out[f"seat{s}/draw"] = sum(r == 0 for r in rets) / n
+    return out

@@ -1,0 +1,1 @@
+"""GRPO by self-play on a two-player OpenSpiel game: one model in every seat, exact NashConv evals."""

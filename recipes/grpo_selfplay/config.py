@@ -1,0 +1,139 @@
+"""Typed config of the self-play GRPO recipe: the shared sections plus ``game`` (which
+``openspiel/<game>``) and ``selfplay`` (GRPO groups per seat, role-conditioned advantages, a pool
+of past checkpoints as opponents)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from openenv_train.training import config, config_loader
+from openenv_train.training.config import RunName
+
+#: the games whose words the tiny model's tokenizer knows (any other needs model.path)
+TINY_GAMES = ("kuhn_poker", "tic_tac_toe")
+
+
+class GameSection(config.StrictModel):
+    #: the OpenSpiel game (openspiel/<name> in the env catalog)
+    name: str = "kuhn_poker"
+
+
+class EnvSection(config.LocalEnvSection):
+    #: the env server app (default: the game's own app)
+    app: str = "openspiel_games_env.server.apps:kuhn_poker"
+    #: env server processes to start
+    num_servers: int = Field(1, ge=1)
+
+
+class SelfPlaySection(config.StrictModel):
+    """How the policy plays itself. ``advantages``: ``group`` compares each seat's games of the
+    same deal (GRPO groups per seat and start state); ``role`` compares each seat's games of the
+    whole batch (one baseline per seat: role-conditioned advantages; num_generations is then set
+    to per_device_train_batch_size / 2). ``pool_share`` of the groups is played against a past
+    checkpoint (one of the last ``pool_size``, snapshotted every ``pool_every`` steps)."""
+
+    #: group: a baseline per seat and deal; role: a baseline per seat (over the batch)
+    advantages: Literal["group", "role"] = "group"
+    #: share of GRPO groups played against a past checkpoint (0: pure self-play)
+    pool_share: float = Field(0.0, ge=0, le=1)
+    #: past checkpoints kept
+    pool_size: int = Field(4, ge=1)
+    #: optimizer steps between snapshots
+    pool_every: int = Field(25, ge=1)
+    #: concurrent games (sessions)
+    concurrency: int = Field(256, ge=1)
+
+
+class RolloutSection(config.EngineSection):
+    #: answers per seat before a game is cut
+    max_turns: int = Field(8, ge=1)
+    #: tokens per answer (a word and <eos>)
+    max_new_tokens: int = Field(2, ge=1)
+
+
+class GRPOSection(config.GRPOSection):
+    max_steps: int = Field(300, ge=1)
+    num_generations: int = 16
+    #: rows per step: games x 2 seats
+    per_device_train_batch_size: int = 512
+    learning_rate: float = Field(2e-4, gt=0)
+    lr_scheduler_type: str = "constant"
+    #: KL to the warmed-up model: the regularised game's equilibrium is reached last-iterate
+    beta: float = Field(0.1, ge=0)
+    use_adaptive_entropy: bool = False
+    max_completion_length: int = Field(32, ge=1)
+
+
+class EvalSection(config.EvalSection):
+    """Exact NashConv where OpenSpiel can walk the tree (poker games), and greedy win/draw/loss
+    per seat against the built-in ``opponents`` through the env server."""
+
+    every: int = Field(25, ge=1)
+    #: games per seat per opponent (greedy)
+    games: int = Field(200, ge=1)
+    #: built-in opponents of the win/draw/loss evals
+    opponents: list[Literal["random", "scripted", "solver"]] = Field(
+        default_factory=lambda: ["random", "solver"]
+    )
+    #: exact NashConv of the policy (small games only: the whole tree is walked)
+    nash_conv: bool = True
+    #: with nash_conv: also the NashConv of the run's average policy (every periodic eval's
+    #: policy from this step on, reach-weighted, as CFR and fictitious play average)
+    average_from: int = Field(0, ge=0)
+    #: at the end, fit the model to that average policy (one model that plays it) before the
+    #: final evals (after_last); set keep_best: false to save it as model/
+    distill_average: bool = False
+    #: distillation steps (Adam on the answers' cross-entropy at every information state)
+    distill_steps: int = Field(150, ge=1)
+
+
+class RecipeConfig(config.RunConfig):
+    """``openenv-train train configs/grpo_selfplay_kuhn_cpu.yaml`` loads this from YAML."""
+
+    example: ClassVar[str] = "configs/grpo_selfplay_kuhn_cpu.yaml"
+    recipe: Literal["grpo_selfplay"] = "grpo_selfplay"
+    name: RunName = "grpo_selfplay_kuhn"
+    game: GameSection = Field(default_factory=GameSection)
+    model: config.ModelSection = Field(default_factory=config.ModelSection)
+    env: EnvSection = Field(default_factory=EnvSection)
+    selfplay: SelfPlaySection = Field(default_factory=SelfPlaySection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    grpo: GRPOSection = Field(default_factory=GRPOSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    @model_validator(mode="after")
+    def _fits(self) -> RecipeConfig:
+        g = self.grpo
+        if g.per_device_train_batch_size % 2:
+            raise ValueError(
+                "grpo.per_device_train_batch_size: rows are games x 2 seats; use an even number"
+            )
+        if (
+            self.selfplay.advantages == "group"
+            and (g.per_device_train_batch_size // 2) % g.num_generations
+        ):
+            raise ValueError(
+                "grpo.num_generations must divide per_device_train_batch_size / 2 (each seat's "
+                "rows of a step split into groups of games with the same deal)"
+            )
+        if self.eval.distill_average and not self.eval.nash_conv:
+            raise ValueError("eval.distill_average needs eval.nash_conv: true (the tabular policy)")
+        if self.model.path is None and self.game.name not in TINY_GAMES:
+            raise ValueError(
+                f"game.name: the tiny model knows the words of {', '.join(TINY_GAMES)} only; "
+                "give model.path (a model with a real tokenizer) for other games"
+            )
+        return self
+
+
+def parse_config(data: Any) -> RecipeConfig:
+    """A checked config from a dict; raises ``ConfigError`` naming the key."""
+    return config_loader.parse_config(data, RecipeConfig)
+
+
+def load_config(path: str | Path) -> RecipeConfig:
+    """Load and check ``configs/grpo_selfplay_kuhn_cpu.yaml``-style YAML."""
+    return config_loader.load_config(path, RecipeConfig)

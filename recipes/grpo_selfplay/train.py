@@ -1,0 +1,249 @@
+"""GRPO by self-play: one model holds both seats of an OpenSpiel game on real env servers.
+
+config -> ``openspiel/<game>`` servers -> tiny Llama (the game's words) + format warm-up on
+random games (the answer's form, not a policy) -> evals (exact NashConv through OpenSpiel where
+the tree is small; greedy win/draw/loss per seat against built-in opponents) ->
+GRPOTrainer(rollout_func = the self-play runner: every seat's answer of every game in one
+batched call, rows per seat, GRPO groups per seat and deal or one baseline per seat) -> train ->
+save. ``selfplay.pool_share`` > 0 mixes in games against past checkpoints. The run's lifecycle
+(run folder, Ctrl-C, checkpoints, --resume, best weights, curve.png, summary.json) is
+``openenv_train.training.lifecycle``.
+
+Run: ``openenv-train train configs/grpo_selfplay_kuhn_cpu.yaml``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from openspiel_games_env.evaluation import (
+    PolicyAverage,
+    distill,
+    model_policy,
+    nash_conv,
+    uniform_nash_conv,
+    win_draw_loss,
+)
+from openspiel_games_env.games import load
+from openspiel_games_env.text_spec import VOCABULARIES, SeatTextSpec, random_turns
+
+from openenv_train.rollout.episode import EpisodeRecorder, RolloutConfig
+from openenv_train.rollout.selfplay import SelfPlayRunner
+from openenv_train.training.grpo import (
+    grpo_args,
+    placeholder_dataset,
+    reward_funcs,
+    start_servers,
+    trainer_class,
+)
+from openenv_train.training.lifecycle import finish, main, open_run, train
+from openenv_train.training.model import apply_lora, load_model, warm_up
+from openenv_train.training.periodic_evals import Evals, EvalSpec
+from openenv_train.training.rollout_func import RolloutFunc, RunnerStrategy
+from openenv_train.training.selfplay_pool import CheckpointPool
+
+from .config import RecipeConfig, load_config
+
+POKER = ("kuhn_poker", "leduc_poker")
+
+
+def columns(cfg: RecipeConfig) -> list[tuple[str, str, str]]:
+    cols = []
+    if cfg.eval.nash_conv:
+        cols = [("NashConv", "nash_conv", ".3f"), ("NashConv (average)", "avg_nash_conv", ".3f")]
+    for opp in cfg.eval.opponents:
+        for seat in (0, 1):
+            cols.append((f"seat {seat} vs {opp}: won", f"seat{seat}/{opp}/win", ".1%"))
+            cols.append((f"seat {seat} vs {opp}: lost", f"seat{seat}/{opp}/loss", ".1%"))
+    return cols
+
+
+def evaluate(
+    cfg: RecipeConfig,
+    model: Any,
+    tokenizer: Any,
+    url: str,
+    seed: int,
+    average: PolicyAverage | None = None,
+    add: bool = False,
+) -> dict[str, float]:
+    """Exact NashConv (where asked; with ``average``, the policy joins it and the average's
+    NashConv is reported too) and greedy win/draw/loss per seat per built-in opponent."""
+    from openenv_train.policy.transformers_policy import TransformersPolicy
+
+    out: dict[str, float] = {}
+    game = cfg.game.name
+    if cfg.eval.nash_conv:
+        mp = model_policy(model, tokenizer, game)
+        out["nash_conv"] = nash_conv(game, mp.policy)
+        out["neg_nash_conv"] = -out["nash_conv"]
+        out["illegal_mass"] = mp.illegal_mass
+        if average is not None:
+            if add:
+                average.add(mp.policy)
+            avg = nash_conv(game, average.policy()) if average.count else out["nash_conv"]
+            out["avg_nash_conv"] = avg
+    policy = TransformersPolicy(model, tokenizer, device=str(model.device))
+    try:
+        for opp in cfg.eval.opponents:
+            res = asyncio.run(
+                win_draw_loss(policy, game, url, opponent=opp, games=cfg.eval.games, seed=seed)
+            )
+            for seat, m in res.items():
+                for k, v in m.items():
+                    out[f"{seat}/{opp}/{k}"] = v
+    finally:
+        asyncio.run(policy.aclose())
+    out["mean_return"] = sum(v for k, v in out.items() if k.endswith("/mean_return")) / max(
+        1, 2 * len(cfg.eval.opponents)
+    )
+    return out
+
+
+def run(cfg: RecipeConfig) -> dict[str, Any]:
+    """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
+    from openspiel_games_env.client import OpenSpielEnv
+    from transformers import TrainerCallback
+
+    from openenv_train.policy.transformers_policy import TransformersPolicy
+
+    ev, sp, r, g = cfg.eval, cfg.selfplay, cfg.rollout, cfg.grpo
+    game = cfg.game.name
+    with open_run(cfg) as run:  # runs/<name>/, seeds, Ctrl-C, metrics.jsonl
+        servers, urls = start_servers(cfg)
+        if servers is not None:
+            run.close_at_end(servers.stop)
+        model, tokenizer = load_model(cfg, VOCABULARIES.get(game, ()))
+        if not run.resume:
+            spiel = load(game)
+            warm_up(
+                model,
+                tokenizer,
+                cfg.model,
+                cfg.seed,
+                run.metrics.write,
+                lambda rng: random_turns(spiel, game, rng),
+            )
+        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)
+        if g.beta > 0:  # TRL loads the KL reference by path: the warmed-up weights
+            ref = run.path / "reference"
+            model.save_pretrained(ref)
+            tokenizer.save_pretrained(ref)
+            model.config._name_or_path = str(ref)
+
+        average = PolicyAverage(game) if ev.nash_conv else None
+        step = {"now": 0}
+
+        def greedy(live: Any, validation: bool, recorder: EpisodeRecorder | None) -> dict:
+            seed = ev.seed + (1_000_000 if validation else 0)
+            averaging = validation and average is not None and step["now"] >= ev.average_from
+            return evaluate(cfg, live, tokenizer, urls[0], seed, average, add=averaging)
+
+        baselines = {}
+        if cfg.eval.nash_conv:
+            uniform = uniform_nash_conv(game)
+            baselines["uniform random"] = {"nash_conv": uniform, "avg_nash_conv": uniform}
+        panels = [("nash_conv", "NashConv (exact)")] if ev.nash_conv else []
+        if ev.nash_conv:
+            panels.append(("avg_nash_conv", "NashConv of the average policy"))
+        panels += [
+            (f"seat{s}/{o}/win", f"seat {s} vs {o}: won") for o in ev.opponents for s in (0, 1)
+        ]
+        evals = Evals(
+            run,
+            model,
+            tokenizer,
+            EvalSpec(
+                greedy,
+                score_key="neg_nash_conv" if ev.nash_conv else "mean_return",
+                columns=columns(cfg),
+                table_title=f"{{}} ({game}: exact NashConv, {ev.games} greedy games per seat and opponent)",
+                line=("NashConv {nash_conv:.3f}, " if ev.nash_conv else "")
+                + "mean return vs built-ins {mean_return:+.3f}",
+                status={
+                    "ret": "mean_return",
+                    **({"nashconv": "nash_conv"} if ev.nash_conv else {}),
+                },
+                panels=panels,
+                curve_title=f"GRPO self-play on {game} ({cfg.name}, advantages: {sp.advantages})",
+                baselines=baselines,
+                validation_baselines=baselines,
+            ),
+        )
+        evals.begin()
+
+        pool = CheckpointPool(tokenizer, sp.pool_size) if sp.pool_share > 0 else None
+        config = RolloutConfig(
+            max_turns=r.max_turns,
+            max_new_tokens=r.max_new_tokens,
+            max_batch_size=r.max_batch_size,
+            max_concurrency=r.max_concurrency,
+            temperature=g.temperature,
+        )
+
+        class Batched(OpenSpielEnv):
+            batch_frames = True
+
+        def make_runner(trainer: Any) -> SelfPlayRunner:
+            n = min(sp.concurrency, g.per_device_train_batch_size)
+            clients = [Batched(urls[i % len(urls)]) for i in range(n)]
+            return SelfPlayRunner(
+                TransformersPolicy(model, tokenizer, device=str(model.device)),
+                SeatTextSpec(game),
+                clients,
+                config=config,
+                advantages=sp.advantages,
+                seed=cfg.seed,
+                opponents=pool.policies if pool is not None else None,
+                pool_share=sp.pool_share,
+            )
+
+        rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)
+        run.close_at_end(rollout_func.close)
+
+        class Steps(TrainerCallback):
+            def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                step["now"] = state.global_step
+
+        class Distill(TrainerCallback):
+            """At the end of training, before the final evals: the model learns the average."""
+
+            def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                if run.stop.requested or average is None or not average.count:
+                    return
+                loss = distill(model, tokenizer, game, average.policy(), steps=ev.distill_steps)
+                run.metrics.write("distill", step["now"], {"loss": loss, "policies": average.count})
+
+        callbacks = [run.stop, Steps(), *evals.callbacks()]
+        if ev.distill_average:
+            callbacks.insert(2, Distill())
+        if pool is not None:
+            run.close_at_end(pool.close)
+
+            class Snapshots(TrainerCallback):
+                def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                    if state.global_step % sp.pool_every == 0:
+                        pool.snapshot(model, state.global_step)
+
+            pool.snapshot(model, 0)
+            callbacks.append(Snapshots())
+        fields = {}
+        if sp.advantages == "role":  # one group per seat: the seat's rows of the whole batch
+            fields["num_generations"] = g.per_device_train_batch_size // 2
+        trainer = trainer_class(cfg)(
+            model=model,
+            reward_funcs=reward_funcs(cfg),
+            args=grpo_args(cfg, run.path, **fields),
+            train_dataset=placeholder_dataset(cfg, game),
+            processing_class=tokenizer,
+            rollout_func=rollout_func,
+            callbacks=callbacks,
+        )
+        train(run, trainer, evals)
+    return finish(run, evals, trainer, tokenizer)
+
+
+if __name__ == "__main__":
+    sys.exit(main(run, load_config))

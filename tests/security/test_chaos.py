@@ -1,0 +1,41 @@
+"""The chaos benchmark's 2-minute version (issue 35): coding_env episodes against a pool of
+Docker containers while a server is SIGKILLed, a container is killed, its network cut and it is
+frozen, one fault every 20 s. No episode may be lost, no infrastructure failure may be scored as
+a reward, and throughput must come back after every fault. The engine restart is refused here
+(a shared engine) and says so."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def test_two_minutes_of_chaos_lose_nothing_and_recover() -> None:
+    import chaos
+
+    args = chaos.main.__globals__["argparse"].Namespace(
+        engine="docker",
+        servers=2,
+        workers=2,
+        minutes=2.0,
+        fault_every=20.0,
+        outage=5.0,
+        retries=5,
+        faults=",".join(chaos.FAULTS),
+        allow_restart=False,
+    )
+    report = chaos.run(args, log=lambda _m: None)
+    assert report.episodes > 0 and report.baseline_eps > 0, report
+    assert report.lost == 0, report
+    assert report.infra_scored_as_reward == 0, report
+    injected = [f for f in report.faults if not f.skipped]
+    assert {f.kind for f in injected} >= {"server_sigkill", "container_kill", "env_stall"}, report
+    assert all(f.recover_s is not None for f in injected), report
+    restart = [f for f in report.faults if f.kind == "engine_restart"]
+    assert all("refused" in f.skipped for f in restart), report

@@ -1,0 +1,98 @@
+"""The ``openspiel/<game>`` family: its members, the built-in opponents, rewards per seat."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from openspiel_games_env import GameAction
+from openspiel_games_env.catalog import FAMILY, entry
+from openspiel_games_env.games import FEATURED, game_names, load
+from openspiel_games_env.opponents import make_opponent
+from openspiel_games_env.server.environment import OpenSpielEnvironment
+
+from openenv_train.catalog import EnvEntry, UnknownEnvError
+
+
+def test_members_are_the_two_player_string_games() -> None:
+    names = FAMILY.members()
+    assert set(FEATURED) <= set(names) and len(names) >= 40
+    for name in ("kuhn_poker", "liars_dice", "chess", "go"):
+        assert load(name).num_players() == 2
+    e = FAMILY.entry("connect_four")
+    assert isinstance(e, EnvEntry) and e.name == "openspiel/connect_four"
+    assert e.app.endswith(":connect_four") and e.client().__name__ == "OpenSpielEnv"
+    with pytest.raises(UnknownEnvError, match="openspiel/<game>"):
+        entry("matching_pennies_3p")
+    assert "blotto" not in game_names()  # simultaneous moves: not a seated turn game
+
+
+@pytest.mark.parametrize("game", FEATURED)
+def test_every_featured_game_plays_to_the_end_in_both_modes(game: str) -> None:
+    env = OpenSpielEnvironment(game)
+    obs = env.reset(seed=3)
+    while not obs.done:
+        assert obs.seat == obs.current_player and obs.text and obs.moves
+        obs = env.step(GameAction(move=obs.moves[len(obs.moves) // 2]))
+    assert len(obs.rewards) == 2 and obs.rewards == env.state.returns
+    assert sum(obs.rewards) == pytest.approx(0)  # all five are zero-sum
+    obs = env.reset(seed=3, seat=1, opponent="scripted")
+    while not obs.done:
+        assert obs.current_player == 1
+        obs = env.step(GameAction(move=obs.moves[0]))
+    assert obs.reward == obs.rewards[1]
+
+
+def test_a_seed_replays_chance_and_opponents_exactly() -> None:
+    a, b = OpenSpielEnvironment("leduc_poker"), OpenSpielEnvironment("leduc_poker")
+    for env in (a, b):
+        obs = env.reset(seed=9, seat=0, opponent="solver")
+        while not obs.done:
+            obs = env.step(GameAction(move=obs.moves[-1]))
+    assert a.state.history == b.state.history and a.state.returns == b.state.returns
+    replay = OpenSpielEnvironment("leduc_poker")
+    obs = replay.reset(seed=9, seat=0, opponent="solver", moves=obs.my_moves)
+    assert obs.done and replay.state.history == a.state.history
+
+
+def test_scripted_takes_a_win_and_blocks_a_loss() -> None:
+    game = load("tic_tac_toe")
+    scripted = make_opponent("scripted", "tic_tac_toe", game, random.Random(0))
+    state = game.new_initial_state()
+    for a in (0, 3, 1, 4):  # x: 0, 1; o: 3, 4 -> x to move wins at 2
+        state.apply_action(a)
+    assert scripted(state) == 2
+    state = game.new_initial_state()
+    for a in (0, 4, 1):  # x threatens 2; o must block
+        state.apply_action(a)
+    assert scripted(state) == 2
+
+
+def _play(game: str, seat: int, opponent: str, games: int, pick) -> list[float]:
+    env = OpenSpielEnvironment(game)
+    rng = random.Random(seat)
+    out = []
+    for seed in range(games):
+        obs = env.reset(seed=seed, seat=seat, opponent=opponent)
+        while not obs.done:
+            obs = env.step(GameAction(move=pick(obs, rng)))
+        out.append(obs.reward)
+    return out
+
+
+def test_solver_and_scripted_beat_random_play() -> None:
+    rand = lambda obs, rng: rng.choice(obs.moves)  # noqa: E731
+    for seat in (0, 1):
+        vs_solver = _play("tic_tac_toe", seat, "solver", 12, rand)
+        vs_scripted = _play("tic_tac_toe", seat, "scripted", 40, rand)
+        vs_random = _play("tic_tac_toe", seat, "random", 40, rand)
+        assert max(vs_solver) <= 0  # random play never beats the MCTS-Solver
+        assert sum(vs_scripted) < sum(vs_random)
+    # the Kuhn solver (CFR+) holds its own: random play loses chips to it on average
+    assert sum(_play("kuhn_poker", 0, "solver", 400, rand)) < 0
+
+
+def test_solver_refuses_big_hidden_information_games() -> None:
+    env = OpenSpielEnvironment("liars_dice")
+    with pytest.raises(ValueError, match="opponent 'solver'.*random"):
+        env.reset(seat=0, opponent="solver")
