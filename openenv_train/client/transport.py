@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.frames import Close
 from websockets.protocol import State as WsState
 
 from ..core import wire
@@ -176,10 +177,9 @@ class WebSocketTransport:
 
     @property
     def closed_reason(self) -> str:
-        code, reason = self.ws.close_code, self.ws.close_reason
-        if code is None or code == 1006:
-            return "no close frame: the server went away or the TCP connection was reset"
-        return f"close code {code}{': ' + reason if reason else ''}"
+        # the close frame received, not ``ws.close_code``: that stays None until the TCP
+        # connection is gone too, so a session closed a moment ago read as "no close frame"
+        return describe_close(self.ws.protocol.close_rcvd)
 
     async def request(self, text: str, timeout: float | None) -> str | bytes:
         ws = self.ws
@@ -209,7 +209,11 @@ class WebSocketTransport:
 
 def close_text(e: ConnectionClosed) -> str:
     """What a ``ConnectionClosed`` says about the close, for error messages."""
-    rcvd = e.rcvd
+    return describe_close(e.rcvd)
+
+
+def describe_close(rcvd: Close | None) -> str:
+    """The close frame the server sent (``None``: none came), for error messages."""
     if rcvd is None:
         return "no close frame: the server went away or the TCP connection was reset"
     return f"close code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''}"

@@ -302,6 +302,59 @@ async def _reaped(url: str) -> None:
             await asyncio.sleep(0.05)
 
 
+async def _closing_server(reason: str, hold: asyncio.Event) -> asyncio.Server:
+    """A WebSocket peer on loopback (``websockets``' sans-I/O server over a raw socket) that
+    answers one reset, then sends a close frame with ``reason`` and keeps the TCP connection
+    open until ``hold`` is set: the client sits in the closing state meanwhile."""
+    from openenv_train.core.wire import observation_frame_json
+    from websockets.frames import Opcode
+    from websockets.server import ServerProtocol
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        proto = ServerProtocol()
+
+        async def next_event() -> object:
+            while not (events := proto.events_received()):
+                proto.receive_data(await reader.read(65536))
+            return events[0]
+
+        request = await next_event()
+        proto.send_response(proto.accept(request))
+        writer.write(b"".join(proto.data_to_send()))
+        frame = await next_event()
+        assert frame.opcode is Opcode.TEXT and b'"reset"' in frame.data
+        proto.send_text(observation_frame_json(TObservation(echoed_message="ready")).encode())
+        proto.send_close(1000, reason)
+        writer.write(b"".join(proto.data_to_send()))
+        await writer.drain()
+        await hold.wait()
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+async def test_a_close_still_closing_names_the_servers_reason() -> None:
+    """The server's close reason reaches the error while the TCP connection is still closing
+    (``websockets`` reports no close code until the socket is gone, which read as "no close
+    frame": the idle-reaper test's flake on a busy machine)."""
+    hold = asyncio.Event()
+    server = await _closing_server("session idle timeout", hold)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with TClient(f"http://127.0.0.1:{port}") as env:
+            await env.reset(seed=1)
+            deadline = asyncio.get_running_loop().time() + 10
+            while env._transport.usable:  # the close frame arrives
+                assert asyncio.get_running_loop().time() < deadline, "no close frame came"
+                await asyncio.sleep(0.01)
+            with pytest.raises(ConnectionLostError, match="close code 1000: session idle timeout"):
+                await env.step(TAction(message="late"))
+    finally:
+        hold.set()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_session_reaped_while_idle() -> None:
     """A step on a reaped session fails clearly; a reset (episode boundary) just reconnects."""
     with serve("ot_apps:idle_app") as provider:
