@@ -244,7 +244,7 @@ class McpHandler:
             if session is ws_session:  # the /ws frame handler already holds the session lock
                 obs = await _run(session.env, action, direct)
             else:
-                session.enter()
+                start = session.enter()
                 try:
                     async with session.lock:
                         if session.closed:  # a close got the session first
@@ -256,8 +256,7 @@ class McpHandler:
                             )
                         obs = await _run(session.env, action, direct)
                 finally:
-                    session.busy -= 1
-                    session.touch()
+                    session.leave(start)
         else:
             env = await build_env(self.manager.env_factory)
             try:

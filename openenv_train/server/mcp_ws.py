@@ -70,11 +70,10 @@ class McpWebSocket:
             req = loads(text)
         except JSONDecodeError:
             return dumps(rpc_error(JsonRpcCode.PARSE_ERROR))
-        session.enter()
+        start = session.enter()
         try:
             async with session.lock:
                 reply = await self.handler.handle(req, ws_session=session, client=host)
         finally:
-            session.busy -= 1
-            session.touch()
+            session.leave(start)
         return dumps(reply)

@@ -70,13 +70,6 @@ _CURRENT: contextvars.ContextVar[ServerMetrics | None] = contextvars.ContextVar(
 )
 
 
-def pow2_index(value: int) -> int:
-    """The power-of-two bucket of ``value`` (a non-negative int): the smallest ``k`` with
-    ``value <= 2**k`` (0 and 1 land in 0). One C call per observation, where a search of
-    decimal bounds costs more on the per-frame path; exact at every power-of-two bound."""
-    return (value and value - 1).bit_length()
-
-
 def pow2_buckets(
     counts: list[int], exponents: tuple[int, ...], divisor: float = 1
 ) -> list[tuple[str, int]]:
@@ -106,7 +99,9 @@ class Pow2Histogram:
         self.total = 0
 
     def observe(self, value: int) -> None:
-        self.counts[(value and value - 1).bit_length()] += 1  # pow2_index, inlined
+        """Count ``value`` (a non-negative int) in bucket ``k``, the smallest with ``value <=
+        2**k`` (0 and 1 land in 0): one C call, exact at every bound."""
+        self.counts[(value and value - 1).bit_length()] += 1
         self.total += value
 
 
@@ -116,7 +111,7 @@ FRAME_KINDS = ("reset", "step", "state", "close", "mcp", "mcp_ws")
 
 class KindStats:
     """One frame type's outcomes and latency. Every answered frame lands in a microsecond
-    bucket of ``latency_us`` (power-of-two, ``pow2_index``), so the ``ok`` ones are those
+    bucket of ``latency_us`` (power-of-two), so the ``ok`` ones are those
     neither ``error`` nor ``close``; ``total_ns`` sums their nanoseconds."""
 
     __slots__ = ("kind", "error", "close", "latency_us", "total_ns")
@@ -132,7 +127,9 @@ class KindStats:
         return sum(self.latency_us) - self.error - self.close
 
     def observe(self, took_ns: int) -> None:
-        self.latency_us[pow2_index(took_ns // 1000)] += 1
+        """One answer that took ``took_ns``: bucket ``k`` holds up to ``2**k`` microseconds,
+        exact at each bound (0 ns lands in bucket 1, below every reported bound)."""
+        self.latency_us[((took_ns - 1) // 1000).bit_length()] += 1
         self.total_ns += took_ns
 
 
@@ -168,13 +165,23 @@ class ServerMetrics:
         connection's, once: its frames' env calls run in it or in copies of its context)."""
         _CURRENT.set(self)
 
-    def answered(self, kind: Any, reply: Any, took_ns: int) -> None:
-        """Count one answered frame of type ``kind``: its latency and outcome. The per-frame
-        path: a dict lookup, an index and a few adds (the error path reads the code)."""
-        st = self.kinds.get(kind, self.other) if type(kind) is str else self.other
-        us = took_ns // 1000
-        st.latency_us[(us and us - 1).bit_length()] += 1  # KindStats.observe, inlined
+    def answered(self, kind: Any, reply: Any, took_ns: int, size: int = -1) -> None:
+        """Count one answered frame of type ``kind``: its latency, outcome and, when it came
+        in a message of its own, the message's ``size`` (a batch's sub-frames: -1, the batch
+        is counted once). The per-frame path: a dict lookup, an index and a few adds (the
+        error path reads the code)."""
+        try:
+            st = self.kinds.get(kind, self.other)
+        except TypeError:  # an unhashable "type" (the reply is its error frame)
+            st = self.other
+        # KindStats.observe and Pow2Histogram.observe, inlined (a call fewer each per frame);
+        # a size of 0 lands in bucket 1, below every reported bound
+        st.latency_us[((took_ns - 1) // 1000).bit_length()] += 1
         st.total_ns += took_ns
+        if size >= 0:
+            sizes = self.message_bytes
+            sizes.counts[(size - 1).bit_length()] += 1
+            sizes.total += size
         if reply is CLOSE:
             st.close += 1
         elif reply[9] == "e":  # '{"type":"error"...': the only reply type starting with e
@@ -186,23 +193,27 @@ class ServerMetrics:
         self.count_error(reply)
 
     async def traced(
-        self, handle: Callable[..., Awaitable[Any]], session: Session, msg: dict[str, Any]
+        self,
+        handle: Callable[..., Awaitable[Any]],
+        session: Session,
+        msg: dict[str, Any],
+        size: int = -1,
     ) -> Any:
-        """``handle(session, msg)``, counted, in a span when tracing is on; the caller's
-        ``traceparent`` member is taken off the frame first (the frame path comes here only when
-        the frame has more than two members or tracing is on)."""
+        """``handle(session, msg)`` (which sets ``session.took_ns``), counted as ``answered``
+        counts, in a span when tracing is on; the caller's ``traceparent`` member is taken off
+        the frame first (the frame path comes here only when the frame has more than two
+        members or tracing is on)."""
         parent = msg.pop("traceparent", None)
         kind = msg.get("type")
         tracing = self.tracing
         span = tracing.start(kind, session, parent) if type(kind) is str and tracing_on() else None
-        t0 = time.perf_counter_ns()
         try:
             reply = await handle(session, msg)
         except BaseException:  # cancelled (the connection ended): the span still ends
             if span is not None:
                 tracing.end(span, None)
             raise
-        self.answered(kind, reply, time.perf_counter_ns() - t0)
+        self.answered(kind, reply, session.took_ns, size)
         if span is not None:
             tracing.end(span, reply)
         return reply

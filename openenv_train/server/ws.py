@@ -11,7 +11,6 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from time import perf_counter_ns
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -146,10 +145,9 @@ class WebSocketEndpoint:
         session.on_expire = lambda: _close_soon(send, "session idle timeout")
         try:
             check = FrameCheck(self.limits, session, _GONE_FRAME)
-            if (
-                await receive_frames(receive, send, check, functools.partial(self.frame, session))
-                is CLOSE
-            ):
+            # tracing is read once per connection (a provider set later traces new ones)
+            frame = self.frame_traced if self.metrics is not None and tracing_on() else self.frame
+            if await receive_frames(receive, send, check, functools.partial(frame, session)) is CLOSE:
                 await self.manager.destroy(session)
                 await send({"type": "websocket.close", "code": 1000, "reason": ""})
         except DISCONNECT_ERRORS:
@@ -172,17 +170,26 @@ class WebSocketEndpoint:
             if type(msg) is not dict:
                 return msg  # the error frame
             return await self.handle(session, msg)
-        metrics.message_bytes.observe(len(text))
         if type(msg) is not dict:
-            metrics.answered(None, msg, 0)
+            metrics.answered(None, msg, 0, len(text))
             return msg
-        if len(msg) > 2 or tracing_on():  # a traceparent member, or a span to record
-            return await metrics.traced(self.handle, session, msg)
-        # answer() inlined: one coroutine fewer per frame
-        t0 = perf_counter_ns()
+        if len(msg) > 2:  # a traceparent member
+            return await metrics.traced(self.handle, session, msg, len(text))
+        # answer() inlined: one coroutine fewer per frame; the latency is the session's own
+        # clock reads (handle sets ``took_ns``; nothing awaits in between)
         reply = await self.handle(session, msg)
-        metrics.answered(msg.get("type"), reply, perf_counter_ns() - t0)
+        metrics.answered(msg.get("type"), reply, session.took_ns, len(text))
         return reply
+
+    async def frame_traced(self, session: Session, text: str | bytes) -> Any:
+        """``frame`` with a span per frame: a connection opened while tracing was on."""
+        metrics = self.metrics
+        assert metrics is not None
+        msg = self._decode(text)
+        if type(msg) is not dict:
+            metrics.answered(None, msg, 0, len(text))
+            return msg
+        return await metrics.traced(self.handle, session, msg, len(text))
 
     async def answer(self, session: Session, msg: dict[str, Any]) -> Any:
         """``handle``, counted on ``metrics`` when the server has them (the batch extension
@@ -192,9 +199,8 @@ class WebSocketEndpoint:
             return await self.handle(session, msg)
         if len(msg) > 2 or tracing_on():
             return await metrics.traced(self.handle, session, msg)
-        t0 = perf_counter_ns()
         reply = await self.handle(session, msg)
-        metrics.answered(msg.get("type"), reply, perf_counter_ns() - t0)
+        metrics.answered(msg.get("type"), reply, session.took_ns)
         return reply
 
     @staticmethod
@@ -218,25 +224,30 @@ class WebSocketEndpoint:
         return msg
 
     async def handle(self, session: Session, msg: dict[str, Any]) -> Any:
-        """Answer one decoded request frame (the batch extension calls this per sub-frame)."""
+        """Answer one decoded request frame (the batch extension calls this per sub-frame);
+        ``session.took_ns`` is then its length."""
+        start = session.enter()
         kind = msg.get("type")
-        allowed = _FRAME_KEYS.get(kind) if type(kind) is str else None
-        if allowed is None:
-            shown = bounded_text(kind if type(kind) is str else dumps(kind)[:200])
-            return error_frame_json(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}")
-        if len(msg) > 2 or (len(msg) == 2 and "data" not in msg):
-            extra = [bounded_text(k) for k in sorted(set(msg) - allowed)[:10]]
-            return _validation_frame(
-                f"Invalid message: unknown field(s) {extra} in {kind!r} frame; put the payload "
-                "under 'data'",
-                [
-                    {"type": "extra_forbidden", "loc": [k], "msg": "Extra inputs are not permitted"}
-                    for k in extra
-                ],
-            )
-        session.enter()
-        lock = session.lock
         try:
+            allowed = _FRAME_KEYS.get(kind) if type(kind) is str else None
+            if allowed is None:
+                shown = bounded_text(kind if type(kind) is str else dumps(kind)[:200])
+                return error_frame_json(ErrorCode.UNKNOWN_TYPE, f"Unknown message type: {shown}")
+            if len(msg) > 2 or (len(msg) == 2 and "data" not in msg):
+                extra = [bounded_text(k) for k in sorted(set(msg) - allowed)[:10]]
+                return _validation_frame(
+                    f"Invalid message: unknown field(s) {extra} in {kind!r} frame; put the "
+                    "payload under 'data'",
+                    [
+                        {
+                            "type": "extra_forbidden",
+                            "loc": [k],
+                            "msg": "Extra inputs are not permitted",
+                        }
+                        for k in extra
+                    ],
+                )
+            lock = session.lock
             await lock.acquire()  # (not `async with`: two coroutines fewer per frame)
             try:
                 if session.closed:  # closed while this frame waited (a batch close queued first)
@@ -266,8 +277,7 @@ class WebSocketEndpoint:
                 exception_type=type(exc).__name__,
             )
         finally:
-            session.busy -= 1
-            session.touch()
+            session.leave(start)
 
     async def _step(self, session: Session, data: Any) -> str:
         if type(data) is not dict:

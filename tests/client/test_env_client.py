@@ -306,9 +306,10 @@ async def _closing_server(reason: str, hold: asyncio.Event) -> asyncio.Server:
     """A WebSocket peer on loopback (``websockets``' sans-I/O server over a raw socket) that
     answers one reset, then sends a close frame with ``reason`` and keeps the TCP connection
     open until ``hold`` is set: the client sits in the closing state meanwhile."""
-    from openenv_train.core.wire import observation_frame_json
     from websockets.frames import Opcode
     from websockets.server import ServerProtocol
+
+    from openenv_train.core.wire import observation_frame_json
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         proto = ServerProtocol()

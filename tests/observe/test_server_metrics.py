@@ -244,3 +244,15 @@ def test_power_of_two_buckets_are_exact_at_their_bounds() -> None:
     assert got == {"1.0": 2, "2.0": 3, "4.0": 5, "64.0": 7, "128.0": 8, "+Inf": 9}
     assert hist.total == sum((0, 1, 2, 3, 4, 5, 64, 65, 1 << 40))
     assert dict(pow2_buckets(hist.counts, (4,), 1e6)) == {"1.6e-05": 6, "+Inf": 9}
+    # frame latency: nanoseconds in microsecond buckets, exact at 16 us either side
+    from openenv_train.server.metrics import KindStats
+
+    step = KindStats("step")
+    for took_ns in (0, 999, 16_000, 16_001, 32_000):
+        step.observe(took_ns)
+    assert dict(pow2_buckets(step.latency_us, (4, 5), 1e6)) == {
+        "1.6e-05": 3,
+        "3.2e-05": 5,
+        "+Inf": 5,
+    }
+    assert step.total_ns == 0 + 999 + 16_000 + 16_001 + 32_000
