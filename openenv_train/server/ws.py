@@ -147,7 +147,10 @@ class WebSocketEndpoint:
             check = FrameCheck(self.limits, session, _GONE_FRAME)
             # tracing is read once per connection (a provider set later traces new ones)
             frame = self.frame_traced if self.metrics is not None and tracing_on() else self.frame
-            if await receive_frames(receive, send, check, functools.partial(frame, session)) is CLOSE:
+            if (
+                await receive_frames(receive, send, check, functools.partial(frame, session))
+                is CLOSE
+            ):
                 await self.manager.destroy(session)
                 await send({"type": "websocket.close", "code": 1000, "reason": ""})
         except DISCONNECT_ERRORS:
