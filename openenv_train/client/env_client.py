@@ -25,6 +25,7 @@ from ..core import wire
 from ..core.auth import client_token
 from ..core.errors import (
     ConnectionLostError,
+    EnvExecutionError,
     InfrastructureError,
     OpenEnvTrainError,
     RequestTimeoutError,
@@ -375,7 +376,9 @@ class EnvClient(Generic[ActT, ObsT, StateT]):
             return data if isinstance(data, dict) else {}
         if mtype == "error":
             err = error_from_frame(msg.get("data") or {})
-            if isinstance(err, InfrastructureError):  # the server closes the session after these
+            # the server closes the session after these (an env's own InfrastructureError,
+            # EnvInfrastructureError, leaves it open: the env decides what comes next)
+            if isinstance(err, InfrastructureError) and not isinstance(err, EnvExecutionError):
                 self._drop(f"the server ended the session: {err}")
             raise err
         self._drop(f"the server sent an unexpected {mtype!r} frame")

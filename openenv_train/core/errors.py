@@ -75,6 +75,13 @@ class EnvExecutionError(EnvServerError):
     code = ErrorCode.EXECUTION_ERROR
 
 
+class EnvInfrastructureError(EnvExecutionError, InfrastructureError):
+    """The env raised an ``InfrastructureError`` (its own machinery failed: a sandbox, a
+    container, a remote service). The wire says ``EXECUTION_ERROR`` with ``infrastructure:
+    true`` (OpenEnv's clients see an execution error, as before); ours raise this, which the
+    rollout layer retries or drops and never scores."""
+
+
 class CapacityReachedError(EnvServerError, InfrastructureError):
     code = ErrorCode.CAPACITY_REACHED
 
@@ -123,6 +130,8 @@ def error_from_frame(data: dict[str, Any]) -> EnvServerError:
     message = str(data.get("message", "unknown server error"))
     extra = {k: v for k, v in data.items() if k not in ("code", "message")}
     cls = _BY_CODE.get(code, EnvServerError)
+    if cls is EnvExecutionError and extra.get("infrastructure") is True:
+        cls = EnvInfrastructureError
     return cls(message, code=cls.code if cls is not EnvServerError else code, data=extra)
 
 

@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import Any
 
+from openenv_train.core import InfrastructureError
 from openenv_train.core.models import Action, Observation, State
 from openenv_train.server import Environment, Limits, create_app
 
@@ -20,6 +21,7 @@ class TAction(Action):
     message: str
     sleep_s: float = 0.0
     fail: bool = False
+    infra: bool = False
     crash: bool = False
 
 
@@ -52,6 +54,8 @@ class TEnv(Environment[TAction, TObservation, TState]):
             time.sleep(action.sleep_s)
         if action.fail:
             raise ValueError(f"env refused message {action.message!r}")
+        if action.infra:
+            raise InfrastructureError("the sandbox behind this env went away")
         self._state.step_count += 1
         self._state.last_message = action.message
         return TObservation(

@@ -22,6 +22,7 @@ from openenv_train.core import (
     CapacityReachedError,
     ConnectionLostError,
     EnvExecutionError,
+    EnvInfrastructureError,
     ErrorCode,
     InfrastructureError,
     RequestTimeoutError,
@@ -61,7 +62,18 @@ async def test_error_frames_are_typed_and_the_session_survives(ot_url: str) -> N
             await env.step(TAction(message="no", fail=True))
         assert exc.value.code == ErrorCode.EXECUTION_ERROR
         assert "env refused message 'no'" in exc.value.message
+        assert not isinstance(exc.value, InfrastructureError)
+        # an InfrastructureError the env raises stays one across the wire: retried, never scored
+        with pytest.raises(EnvInfrastructureError) as infra:
+            await env.step(TAction(message="x", infra=True))
+        assert isinstance(infra.value, InfrastructureError)
+        assert infra.value.code == ErrorCode.EXECUTION_ERROR  # what OpenEnv's clients read
+        assert "the sandbox behind this env went away" in infra.value.message
         assert (await env.step(TAction(message="still here"))).observation.step_count == 1
+    async with httpx.AsyncClient() as http:  # the stateless HTTP route says so too
+        reply = await http.post(ot_url + "/step", json={"action": {"message": "x", "infra": True}})
+        assert reply.status_code == 500
+        assert reply.json()["detail"]["infrastructure"] is True
     async with GenericEnvClient(ot_url) as raw:
         await raw.reset()
         with pytest.raises(ActionValidationError) as exc:
