@@ -8,12 +8,16 @@ printed) until Ctrl-C, SIGTERM or SIGHUP, and stops everything it started on the
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 import time
 from typing import Any
 
 from ..core.loopback import is_loopback
 from ..runtime.signals import raise_on_stop_signals
+
+#: seconds the fleet's stop and the process's exit may take after Ctrl-C
+STOP_BOUND_S = 90.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,6 +71,9 @@ def cmd_serve_ray(args: argparse.Namespace, error: type[Exception]) -> int:
                 _print_urls(fleet)
     except KeyboardInterrupt:
         print("stopping the fleet", file=sys.stderr, flush=True)
+        # a bound on the way out: a stop (or Ray's shutdown, or a thread at exit) that hangs
+        # prints every thread's stack and ends the process; the reaper then stops the cluster
+        faulthandler.dump_traceback_later(STOP_BOUND_S, exit=True)
         return 0
     finally:
         if fleet is not None:
