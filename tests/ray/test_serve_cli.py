@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from processes import default_stop_signals
 from ray_helpers import APP, wait_gone
 
 pytestmark = pytest.mark.ray
@@ -39,7 +40,13 @@ def start_serving(replicas: int = 2) -> tuple[subprocess.Popen[str], list[str], 
         "0.25",
     ]
     proc = subprocess.Popen(
-        _cli() + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        _cli() + args,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_stop_signals,  # Ctrl-C as at a terminal, however the run was started
     )
     urls: list[str] = []
     deadline = time.monotonic() + 180

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from ports import free_port
+from processes import default_stop_signals
 from rt_containers import BASE_IMAGE, IMAGE_PREFIX, ROOT, engine_client
 
 from openenv_train.cli.dockerfile_writer import check as check_dockerfile
@@ -117,11 +118,6 @@ def podman_image(env_dir, image) -> str:
     return image
 
 
-def _default_stop_signals() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("engine", ["docker", "podman"])
 @pytest.mark.parametrize(
     "stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
@@ -136,9 +132,7 @@ def test_serve_in_a_container_and_any_stop_signal_removes_it(engine, stop, env_d
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # a serve started from a terminal: under `nohup` (a test run started that way) SIGHUP is
-        # inherited as ignored, and serve deliberately leaves an ignored signal alone
-        preexec_fn=_default_stop_signals,
+        preexec_fn=default_stop_signals,  # a serve started from a terminal
     )
     try:
         line = server.stdout.readline()

@@ -10,6 +10,15 @@ import time
 import psutil
 
 
+def default_stop_signals() -> None:
+    """``preexec_fn`` for a child that stands for a program started from a terminal: SIGINT,
+    SIGTERM and SIGHUP at their defaults. A test run started in the background (``nohup``, or
+    ``cmd &`` in a shell without job control) hands its children SIGINT and SIGHUP ignored, and
+    our programs deliberately leave an ignored signal alone, so a Ctrl-C test would hang."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def interrupt(proc: subprocess.Popen, grace_s: float = 15) -> int | None:
     """SIGINT ``proc`` and wait ``grace_s`` for it; kill it if it is still there. Returns its
     exit code (the one after SIGINT, or the kill's)."""
