@@ -30,13 +30,20 @@ from prometheus_client.core import (
 
 from .errors import CapacityError, FactoryError, QuotaError
 from .frame_check import CLOSE
+from .http_metrics import HttpMetrics, method_label, route_of
 from .spans import ServerTracing, tracing_on
 
 if TYPE_CHECKING:
     from .routes import EnvRoutes
     from .sessions import Session
 
-__all__ = ["CONTENT_TYPE_LATEST", "ServerMetrics", "count_env_event", "instrument"]
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "HttpMetrics",
+    "ServerMetrics",
+    "count_env_event",
+    "instrument",
+]
 
 #: Bucket bounds are powers of two (``Pow2Histogram``), reported at these exponents. Latency in
 #: microseconds: 16 us (a trivial env's step) to 33.5 s (a sandboxed run), doubling.
@@ -48,23 +55,6 @@ BATCH_EXPONENTS = (*range(11), 12)
 #: Distinct (event, status) pairs an env may count (``count_env_event``): a bound on the series
 #: an env can create; later pairs are counted under ``status="other"``.
 MAX_ENV_EVENTS = 64
-#: The HTTP routes counted by name; any other path is counted as ``route="other"`` (a client
-#: must not be able to create one series per URL it makes up).
-KNOWN_ROUTES = frozenset(
-    {
-        "/health",
-        "/sessions",
-        "/schema",
-        "/metadata",
-        "/metrics",
-        "/reset",
-        "/step",
-        "/state",
-        "/mcp",
-        "/web",
-    }
-)
-
 _CURRENT: contextvars.ContextVar[ServerMetrics | None] = contextvars.ContextVar(
     "openenv_train_server_metrics", default=None
 )
@@ -224,7 +214,7 @@ class ServerMetrics:
         self.batch_frames.observe(frames)
 
     def request_done(self, path: str, method: str, status: int) -> None:
-        key = (route_of(path), method if method in _METHODS else "other", f"{status // 100}xx")
+        key = (route_of(path), method_label(method), f"{status // 100}xx")
         self.requests[key] = self.requests.get(key, 0) + 1
 
     def event(self, name: str, status: str) -> None:
@@ -236,6 +226,11 @@ class ServerMetrics:
     # ---- the Prometheus collector ------------------------------------------------------------
 
     def collect(self) -> Iterator[Metric]:
+        yield from self._session_families()
+        yield from self._frame_families()
+        yield from self._histogram_families()
+
+    def _session_families(self) -> Iterator[Metric]:
         env = self.env
         manager = self.manager
         labels = ["env"]
@@ -284,6 +279,9 @@ class ServerMetrics:
             ["env", "reason"],
             [([env, r], n) for r, n in self.refused.items()],
         )
+
+    def _frame_families(self) -> Iterator[Metric]:
+        env = self.env
         yield _counter(
             "openenv_server_frames",
             "WebSocket request frames answered (batch sub-frames each count), by type and outcome",
@@ -319,6 +317,9 @@ class ServerMetrics:
             ["env", "event", "status"],
             [([env, e, s], n) for (e, s), n in self.events.items()],
         )
+
+    def _histogram_families(self) -> Iterator[Metric]:
+        env = self.env
         latency = HistogramMetricFamily(
             "openenv_server_frame_seconds",
             "Seconds from a frame's arrival at its session to its reply (the env call included), by frame type",
@@ -356,14 +357,6 @@ class ServerMetrics:
     def exposition(self) -> bytes:
         """The text a scrape gets."""
         return generate_latest(self.registry)
-
-
-_METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"})
-
-
-def route_of(path: str) -> str:
-    """The ``route`` label of a request path: a known route, ``/web``, or ``other``."""
-    return path if path in KNOWN_ROUTES else ("/web" if path.startswith("/web") else "other")
 
 
 def _gauge(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], float]]) -> Metric:
@@ -482,36 +475,3 @@ def count_mcp_frames(endpoint: Any, metrics: ServerMetrics) -> None:
         return reply
 
     endpoint._answer = counted_answer
-
-
-class HttpMetrics:
-    """ASGI middleware: count each HTTP request by route, method and status class."""
-
-    def __init__(self, app: Callable[..., Awaitable[None]], metrics: ServerMetrics) -> None:
-        self.app, self.metrics = app, metrics
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = [500]
-        metrics = self.metrics
-        metrics.bind()  # an env event counted in this request counts on this server
-        path, method = scope["path"], scope.get("method", "")
-        span = (
-            metrics.tracing.start_http(method, route_of(path), scope)
-            if metrics.tracing.on()
-            else None
-        )
-
-        async def send_counted(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_counted)
-        finally:
-            metrics.request_done(path, method, status[0])
-            if span is not None:
-                metrics.tracing.end_http(span, status[0])
