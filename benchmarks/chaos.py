@@ -205,8 +205,16 @@ def rate(times: list[float], start: float, end: float) -> float:
     return sum(start <= t < end for t in times) / max(end - start, 1e-9)
 
 
-def analyse(rec: Recorder, faults: list[Fault], t0: float, end: float, report: Report) -> None:
-    """Baseline before the first fault; per fault the dip and the time back to 80% of it."""
+def analyse(
+    rec: Recorder,
+    faults: list[Fault],
+    t0: float,
+    end: float,
+    report: Report,
+    recover_at: float = 0.8,
+) -> None:
+    """Baseline before the first fault; per fault the dip and the time back to ``recover_at``
+    of it."""
     first = faults[0].at_s if faults else end - t0
     warm = rec.done[0] if rec.done else t0  # from the first episode to the first fault
     report.baseline_eps = rate(rec.done, warm, t0 + first)
@@ -218,7 +226,7 @@ def analyse(rec: Recorder, faults: list[Fault], t0: float, end: float, report: R
         if windows and report.baseline_eps:
             fault.dip = round(min(windows) / report.baseline_eps, 2)
         for t in _steps(start, stop - 3, 0.5):
-            if rate(rec.done, t, t + 3) >= 0.8 * report.baseline_eps and t > start:
+            if rate(rec.done, t, t + 3) >= recover_at * report.baseline_eps and t > start:
                 fault.recover_s = round(t + 3 - start, 1)
                 break
 
@@ -280,7 +288,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
     report.episodes, report.lost = len(rec.done), rec.lost
     report.infra_scored_as_reward, report.infra_errors = rec.bad_rewards, len(rec.errors)
     report.seconds = round(end - t0, 1)
-    analyse(rec, faults, t0, end, report)
+    analyse(rec, faults, t0, end, report, args.recover_at)
     report.faults = faults
     return report
 
@@ -296,24 +304,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retries", type=int, default=5)
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--allow-restart", action="store_true", dest="allow_restart")
+    parser.add_argument(
+        "--recover-at",
+        type=float,
+        default=0.8,
+        dest="recover_at",
+        help="recovered once the 3-s throughput is back to this fraction of the baseline",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     report = run(args, log=(lambda _m: None) if args.json else print)
     if args.json:
         print(json.dumps(asdict(report)))
         return 0
-    print(
+    print(table(report))
+    return 0
+
+
+def table(report: Report) -> str:
+    """The report as a line of totals and a Markdown table of the faults."""
+    lines = [
         f"episodes {report.episodes} in {report.seconds}s (baseline "
         f"{report.baseline_eps:.2f}/s); lost {report.lost}; infrastructure failures scored as "
-        f"reward {report.infra_scored_as_reward}; failed tries (retried) {report.infra_errors}"
-    )
-    print("| fault | at s | failed tries | lowest throughput | time to recover |")
-    print("|---|---|---|---|---|")
+        f"reward {report.infra_scored_as_reward}; failed tries (retried) {report.infra_errors}",
+        "| fault | at s | failed tries | lowest throughput | time to recover |",
+        "|---|---|---|---|---|",
+    ]
     for f in report.faults:
         dip = f"{f.dip:.0%}" if f.dip is not None else "-"
         back = f"{f.recover_s} s" if f.recover_s is not None else "not within the window"
-        print(f"| {f.kind} | {f.at_s} | {f.infra_errors} | {dip} | {f.skipped or back} |")
-    return 0
+        lines.append(f"| {f.kind} | {f.at_s} | {f.infra_errors} | {dip} | {f.skipped or back} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import uuid
 import weakref
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import Any, NoReturn
 
 from ..core.auth import TOKEN_ENV, check_token, forget_server_token, register_server_token
 from ..core.errors import ServerStartError
@@ -39,6 +39,7 @@ from .netns_port import NetnsPort
 RELAXABLE = ("user", "cap_drop", "no_new_privileges", "read_only", "limits")
 CONTAINER_PORT = 8000
 NAME_PREFIX = "openenv-train"
+PORT_RACE_TRIES = 3  # starts tried when the engine's chosen host port is taken under it
 
 _REAPED: set[str] = set()  # engines already swept for orphans by this process
 _REAP_LOCK = threading.Lock()
@@ -253,22 +254,20 @@ class ContainerProvider(Provider):
         _reap_once(self._client, self.url)
         api = self._client.api
         config, host = self.create_args()
-        try:
-            api.create_container(self.image, host_config=api.create_host_config(**host), **config)
-            self._created = True
-            api.start(self.name)
-        except Exception as e:
-            self._created = bool(ce.list_exact(self._client, self.name))
-            self.stop()
-            code = ce.status_code(e)
-            hint = (
-                f"; build it first: openenv-train build PATH --tag {self.image}"
-                if code == 404
-                else ""
-            )
-            raise ServerStartError(
-                f"could not start a container of {self.image!r} on {self.engine}: {e}{hint}"
-            ) from e
+        for attempt in range(1, PORT_RACE_TRIES + 1):
+            try:
+                api.create_container(
+                    self.image, host_config=api.create_host_config(**host), **config
+                )
+                self._created = True
+                api.start(self.name)
+                break
+            except Exception as e:
+                self._created = bool(ce.list_exact(self._client, self.name))
+                self.stop()
+                if attempt < PORT_RACE_TRIES and self._lost_port_race(e):
+                    continue
+                self._start_failed(e)
         self._owner_pid = os.getpid()
         self._finalizer = weakref.finalize(self, _finalize, self._client, self.name, os.getpid())
         if self.container_port is None:
@@ -289,6 +288,21 @@ class ContainerProvider(Provider):
         if port is None:
             self._fail("has no published port")
         self._serving_at(f"http://127.0.0.1:{port}")
+
+    def _lost_port_race(self, error: Exception) -> bool:
+        """The engine chose a free host port and another process bound it before the engine
+        did (Podman does so on a busy host): a new container gets another port."""
+        return self.host_port is None and "address already in use" in str(error)
+
+    def _start_failed(self, error: Exception) -> NoReturn:
+        hint = (
+            f"; build it first: openenv-train build PATH --tag {self.image}"
+            if ce.status_code(error) == 404
+            else ""
+        )
+        raise ServerStartError(
+            f"could not start a container of {self.image!r} on {self.engine}: {error}{hint}"
+        ) from error
 
     def _serving_at(self, base_url: str) -> None:
         self.base_url = base_url

@@ -270,3 +270,40 @@ def test_a_token_given_by_the_user_is_kept(image_of):
             assert httpx.post(p.base_url + "/reset", json={}, headers=headers).status_code == 200
     one = ContainerProvider(image_of("docker"))
     assert one.token is None  # one container alone: as before (loopback-only port, no token)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_host_port_taken_under_the_engine_is_tried_again(engine, image_of):
+    """CI saw Podman choose a free host port that another test bound before the engine did.
+    Fault injected into the real engine's API: the first start fails as that one did."""
+    import docker.errors
+
+    p = ContainerProvider(image_of(engine), engine=engine)
+    p._client = ce.connect(engine)
+    real_start, starts = p._client.api.start, []
+
+    def start_losing_the_first_race(name: str) -> None:
+        starts.append(name)
+        if len(starts) == 1:
+            raise docker.errors.APIError(
+                "500 Server Error: cannot listen on the TCP port: listen tcp4 "
+                "127.0.0.1:34721: bind: address already in use"
+            )
+        real_start(name)
+
+    p._client.api.start = start_losing_the_first_race
+    with p:
+        assert len(starts) == 2
+        assert httpx.get(p.base_url + "/health").json()["status"] == "healthy"
+    assert ce.list_exact(ce.connect(engine), p.name) == []
+
+
+def test_a_pinned_host_port_in_use_fails_at_once_and_names_it(image_of):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = ContainerProvider(image_of("docker"), engine="docker", host_port=port)
+        with pytest.raises(ServerStartError, match="address already in use"):
+            p.start()
+    assert ce.list_exact(ce.connect("docker"), p.name) == []

@@ -91,6 +91,12 @@ def test_reset_is_off_until_the_page_is_wired(serve_app: Any, page: Any) -> None
     page.route("**/schema", lambda route: held.append(route))
     page.goto(server.url + "/web")
     page.wait_for_function("document.getElementById('env-name').textContent === 'blackjack_env'")
+    # /schema is fetched after /metadata named the env: the route handler runs when the browser
+    # gets there, so wait for it (bounded) rather than assume it already has.
+    for _ in range(200):
+        if held:
+            break
+        page.wait_for_timeout(25)
     assert held and page.is_disabled("#reset") and page.is_disabled("#fig-refresh")
     held[0].continue_()
     page.wait_for_selector("#reset:enabled")
