@@ -83,6 +83,9 @@ class EvalSection(config.EvalSection):
     #: with nash_conv: also the NashConv of the run's average policy (every periodic eval's
     #: policy from this step on, reach-weighted, as CFR and fictitious play average)
     average_from: int = Field(0, ge=0)
+    #: uniform: every policy in the average counts the same; linear: the k-th counts k (CFR+'s
+    #: averaging: the early, far-off policies fade)
+    average_weighting: Literal["uniform", "linear"] = "uniform"
     #: at the end, fit the model to that average policy (one model that plays it) before the
     #: final evals (after_last); set keep_best: false to save it as model/
     distill_average: bool = False

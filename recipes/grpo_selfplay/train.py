@@ -82,7 +82,8 @@ def evaluate(
         out["illegal_mass"] = mp.illegal_mass
         if average is not None:
             if add:
-                average.add(mp.policy)
+                linear = cfg.eval.average_weighting == "linear"
+                average.add(mp.policy, weight=average.count + 1 if linear else 1.0)
             avg = nash_conv(game, average.policy()) if average.count else out["nash_conv"]
             out["avg_nash_conv"] = avg
     policy = TransformersPolicy(model, tokenizer, device=str(model.device))

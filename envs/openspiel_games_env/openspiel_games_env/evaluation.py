@@ -145,8 +145,10 @@ class PolicyAverage:
         self.count = 0
         self._template = spiel_policy.TabularPolicy(load(game_name))
 
-    def add(self, policy: Any) -> None:
-        reach = _own_reach(self.game_name, policy)
+    def add(self, policy: Any, weight: float = 1.0) -> None:
+        """Add ``policy`` with ``weight`` (CFR+ weighs its k-th iterate k: later, better policies
+        count more)."""
+        reach = _own_reach(self.game_name, policy) * weight
         weighted = policy.action_probability_array * reach[:, None]
         if self._sum is None:
             self._sum, self._reach = weighted.copy(), reach.copy()
