@@ -117,6 +117,7 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
                 "every": 2,
                 "games": 10,
                 "opponents": ["random"],
+                "average_from": 0,
                 "distill_average": True,
                 "distill_steps": 5,
             },
