@@ -66,6 +66,14 @@ class Fault:
     infra_errors: int = 0
     dip: float | None = None  # lowest 3-s throughput after it, as a fraction of the baseline
     recover_s: float | None = None
+    pool_after: int | None = None  # running containers in the pool at the end of its window
+    replaced: bool | None = None  # the hit container was no longer among them
+
+    def close(self, pool: EnvPool) -> None:
+        """At the end of this fault's window: is the pool whole again, and did the hit container
+        go (a killed one must: only the pool's replacement brings the pool back to size)?"""
+        names = [p.name for p in _containers(pool)]
+        self.pool_after, self.replaced = len(names), self.container not in names
 
 
 @dataclass
@@ -266,6 +274,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
         next_at = time.monotonic() + args.fault_every
         while time.monotonic() < end:
             if time.monotonic() >= next_at and next_at + 10 < end:
+                if faults:
+                    faults[-1].close(pool)
                 kind = kinds[len(faults) % len(kinds)]
                 fault = Fault(kind, round(time.monotonic() - t0, 1))
                 targets = _containers(pool)
@@ -281,6 +291,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
                 faults.append(fault)
                 next_at += args.fault_every
             time.sleep(0.2)
+        if faults:
+            faults[-1].close(pool)
         stop.set()
         for w in workers:
             w.join(timeout=60)
@@ -327,13 +339,16 @@ def table(report: Report) -> str:
         f"episodes {report.episodes} in {report.seconds}s (baseline "
         f"{report.baseline_eps:.2f}/s); lost {report.lost}; infrastructure failures scored as "
         f"reward {report.infra_scored_as_reward}; failed tries (retried) {report.infra_errors}",
-        "| fault | at s | failed tries | lowest throughput | time to recover |",
-        "|---|---|---|---|---|",
+        "| fault | at s | failed tries | lowest throughput | time to recover | pool after |",
+        "|---|---|---|---|---|---|",
     ]
     for f in report.faults:
         dip = f"{f.dip:.0%}" if f.dip is not None else "-"
         back = f"{f.recover_s} s" if f.recover_s is not None else "not within the window"
-        lines.append(f"| {f.kind} | {f.at_s} | {f.infra_errors} | {dip} | {f.skipped or back} |")
+        after = f"{f.pool_after} running" + (", hit one replaced" if f.replaced else "")
+        lines.append(
+            f"| {f.kind} | {f.at_s} | {f.infra_errors} | {dip} | {f.skipped or back} | {after} |"
+        )
     return "\n".join(lines)
 
 
