@@ -41,3 +41,35 @@ async def test_a_reward_json_with_several_metrics_comes_back_whole(harbor_url) -
         "file_exists": 1.0,
         "first_line": 1.0,
     }
+
+
+async def test_an_engine_that_is_down_is_named_at_reset_and_the_session_lives(tmp_path) -> None:
+    """The engine's socket is there but nothing answers on it (a stopped daemon): the reset
+    fails within seconds, naming the engine, as an infrastructure error (never a reward); the
+    session and the server stay up for the next try."""
+    import socket
+    import time
+
+    import httpx
+    from harbor_env.errors import TaskInfraError
+
+    from openenv_train.runtime import LocalProcessProvider
+
+    stale = tmp_path / "docker.sock"
+    with socket.socket(socket.AF_UNIX) as sock:  # bound, then closed: the file stays
+        sock.bind(str(stale))
+    engine = f"unix://{stale}"
+    server = LocalProcessProvider("harbor_env.server.app:app", env={"HARBOR_ENGINE": engine})
+    with server:
+        async with HarborClient(base_url=server.base_url) as env:
+            for _ in range(2):
+                start = time.monotonic()
+                try:
+                    await env.reset(task_id="reverse_lines")
+                except TaskInfraError as err:  # the harbor client's InfrastructureError
+                    message = str(err)
+                else:
+                    raise AssertionError("a reset with the engine down must fail")
+                assert time.monotonic() - start < 10
+                assert engine in message and "not reachable" in message, message
+        assert httpx.get(server.base_url + "/health").status_code == 200
