@@ -1,4 +1,4 @@
-"""Every TRL GRPO loss and importance-sampling level, set through our config, trains 2 steps
+"""Every TRL GRPO loss and importance-sampling level, set through our config, trains 3 steps
 composed with our off-policy correction (``rollout.max_staleness`` 1) on real BlackJack servers."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_an_unknown_loss_or_level_is_refused_with_its_field_named() -> None:
 
 
 @pytest.mark.parametrize(("loss_type", "level"), CASES)
-def test_each_loss_trains_2_steps_with_the_off_policy_correction(
+def test_each_loss_trains_3_steps_with_the_off_policy_correction(
     blackjack_servers, warmed, tmp_path, loss_type, level
 ) -> None:
     from blackjack_env.text_spec import BlackjackTextSpec
@@ -63,7 +63,7 @@ def test_each_loss_trains_2_steps_with_the_off_policy_correction(
     cfg = _config(
         loss_type=loss_type,
         importance_sampling_level=level,
-        max_steps=2,  # the second step's batch is one version behind: the correction runs
+        max_steps=3,  # the 2nd and 3rd batches are one version behind: the correction runs
         num_generations=4,
         per_device_train_batch_size=8,
         learning_rate=1e-2,  # big on purpose: 2 steps must move the weights visibly
@@ -86,9 +86,9 @@ def test_each_loss_trains_2_steps_with_the_off_policy_correction(
         trainer.train()
     finally:
         f.close()
-    assert trainer.state.global_step == 2
+    assert trainer.state.global_step == 3
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    assert len(losses) == 2 and all(math.isfinite(x) for x in losses), losses
+    assert len(losses) == 3 and all(math.isfinite(x) for x in losses), losses
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     ratios = [
         h["sampling/importance_sampling_ratio/mean"]
