@@ -74,8 +74,10 @@ class EvalSection(config.EvalSection):
     per seat against the built-in ``opponents`` through the env server."""
 
     every: int = Field(10, ge=1)
-    #: games per seat per opponent (greedy)
-    games: int = Field(20, ge=1)
+    #: games per seat per opponent (greedy) of the evals before and after training
+    games: int = Field(200, ge=1)
+    #: the same, for each periodic eval (the curve; many of them, so fewer games)
+    periodic_games: int = Field(20, ge=1)
     #: built-in opponents of the win/draw/loss evals
     opponents: list[Literal["random", "scripted", "solver"]] = Field(
         default_factory=lambda: ["random", "solver"]

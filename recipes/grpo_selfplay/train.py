@@ -66,6 +66,7 @@ def evaluate(
     tokenizer: Any,
     url: str,
     seed: int,
+    games: int,
     average: PolicyAverage | None = None,
     add: bool = False,
 ) -> dict[str, float]:
@@ -90,7 +91,7 @@ def evaluate(
     try:
         for opp in cfg.eval.opponents:
             res = asyncio.run(
-                win_draw_loss(policy, game, url, opponent=opp, games=cfg.eval.games, seed=seed)
+                win_draw_loss(policy, game, url, opponent=opp, games=games, seed=seed)
             )
             for seat, m in res.items():
                 for k, v in m.items():
@@ -100,6 +101,7 @@ def evaluate(
     out["mean_return"] = sum(v for k, v in out.items() if k.endswith("/mean_return")) / max(
         1, 2 * len(cfg.eval.opponents)
     )
+    out["games"] = games  # per seat and opponent: the periodic evals play fewer
     return out
 
 
@@ -139,8 +141,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
         def greedy(live: Any, validation: bool, recorder: EpisodeRecorder | None) -> dict:
             seed = ev.seed + (1_000_000 if validation else 0)
+            games = ev.periodic_games if validation else ev.games
             averaging = validation and average is not None and step["now"] >= ev.average_from
-            return evaluate(cfg, live, tokenizer, urls[0], seed, average, add=averaging)
+            return evaluate(cfg, live, tokenizer, urls[0], seed, games, average, add=averaging)
 
         baselines = {}
         if cfg.eval.nash_conv:

@@ -116,6 +116,7 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
             "eval": {
                 "every": 2,
                 "games": 10,
+                "periodic_games": 5,
                 "opponents": ["random"],
                 "average_from": 0,
                 "distill_average": True,
@@ -133,6 +134,8 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
     rollout = [r for r in rows if r["kind"] == "rollout"]
     assert rollout and all("seat0/mean_return" in r for r in rollout)
     assert any(r["pool_games"] > 0 for r in rollout)
+    assert before["games"] == 10 and summary["after_last"]["games"] == 10
+    assert {r["games"] for r in rows if r["kind"] == "eval"} == {5}  # the periodic ones
     distilled = [r for r in rows if r["kind"] == "distill"]
     assert len(distilled) == 1 and distilled[0]["policies"] == len(summary["curve"])
     assert 0 < summary["after_last"]["avg_nash_conv"] < 3
