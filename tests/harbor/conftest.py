@@ -1,31 +1,16 @@
 """Fixtures of the harbor env tests: the shipped tasks' images built once per session, a server
-of the shipped tasks in a child process, and a listing of the containers a run left."""
+of the shipped tasks in a child process (the shared helpers are in harbor_support.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 from harbor_env import SHIPPED_TASKS, TaskRuntime
+from harbor_support import BASE_IMAGE, containers_of, containers_owned_by
 
 from openenv_train.runtime import LocalProcessProvider
 from openenv_train.runtime import container_engine as ce
-
-BASE_IMAGE = os.environ.get("OPENENV_TRAIN_BASE_IMAGE", "openenv-train-base:py3.11-bookworm")
-
-
-def containers_of(run_id: str) -> list[str]:
-    """Every container (any state) of a ``TaskRuntime`` run, by its run-id label."""
-    client = ce.connect("docker")
-    listing = client.api.containers(all=True, filters={"label": [f"{ce.LABEL_RUN_ID}={run_id}"]})
-    return ce.names_in_listing(listing)
-
-
-def containers_owned_by(pid: int) -> list[str]:
-    client = ce.connect("docker")
-    listing = client.api.containers(all=True, filters={"label": [f"{ce.LABEL_OWNER_PID}={pid}"]})
-    return ce.names_in_listing(listing)
 
 
 @pytest.fixture(scope="session")

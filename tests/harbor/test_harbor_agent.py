@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 from harbor_env import TaskRuntime
 from harbor_env.family import WORDS, write_family
+from harbor_support import BASE_IMAGE, containers_owned_by
 
-from conftest import BASE_IMAGE, containers_owned_by
 from openenv_train.agents import AgentRunner
 from openenv_train.agents.react_agent import SYSTEM
 from openenv_train.policy.tiny import build_chatml_tokenizer

@@ -16,8 +16,8 @@ from harbor_env import (
 )
 from harbor_env.server.environment import HarborEnv
 from harbor_env.verifier import parse_rewards
+from harbor_support import BASE_IMAGE, containers_of
 
-from conftest import BASE_IMAGE, containers_of
 from openenv_train.core.errors import InfrastructureError
 from openenv_train.core.mcp_types import CallToolAction
 

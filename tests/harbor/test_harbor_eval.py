@@ -9,8 +9,8 @@ import re
 
 from harbor_env import TaskRuntime
 from harbor_env.family import WORDS, write_family
+from harbor_support import BASE_IMAGE
 
-from conftest import BASE_IMAGE
 from openenv_train.cli.main import main
 from openenv_train.policy.tiny import build_chatml_tokenizer
 from openenv_train.rollout import ScriptedPolicy

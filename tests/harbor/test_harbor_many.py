@@ -6,8 +6,8 @@ import asyncio
 
 from harbor_env import SHIPPED_TASKS, TaskRuntime
 from harbor_env.server.environment import HarborEnv
+from harbor_support import BASE_IMAGE, containers_of
 
-from conftest import BASE_IMAGE, containers_of
 from openenv_train.core.mcp_types import CallToolAction
 
 N = 16

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from harbor_env import TaskRuntime
 from harbor_env.family import WORDS, instruction, write_family
+from harbor_support import BASE_IMAGE, containers_owned_by
 from tiny_grpo import cpu_grpo_config
 
-from conftest import BASE_IMAGE, containers_owned_by
 from openenv_train.runtime import LocalProcessProvider
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
