@@ -55,7 +55,7 @@ class RolloutSection(config.EngineSection):
 
 
 class GRPOSection(config.GRPOSection):
-    max_steps: int = Field(1000, ge=1)
+    max_steps: int = Field(1500, ge=1)
     num_generations: int = 16
     #: rows per step: games x 2 seats
     per_device_train_batch_size: int = 512
