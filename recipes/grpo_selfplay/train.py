@@ -105,10 +105,105 @@ def evaluate(
     return out
 
 
+def eval_spec(cfg: RecipeConfig, greedy: Any) -> EvalSpec:
+    """What the evals show: NashConv (the policy's and the average's) where the game's tree is
+    walked, each seat's wins against each built-in opponent, uniform play as the baseline."""
+    ev, game = cfg.eval, cfg.game.name
+    baselines = {}
+    if ev.nash_conv:
+        uniform = uniform_nash_conv(game)
+        baselines["uniform random"] = {"nash_conv": uniform, "avg_nash_conv": uniform}
+    panels = [("nash_conv", "NashConv (exact)")] if ev.nash_conv else []
+    if ev.nash_conv:
+        panels.append(("avg_nash_conv", "NashConv of the average policy"))
+    panels += [(f"seat{s}/{o}/win", f"seat {s} vs {o}: won") for o in ev.opponents for s in (0, 1)]
+    return EvalSpec(
+        greedy,
+        score_key="neg_nash_conv" if ev.nash_conv else "mean_return",
+        columns=columns(cfg),
+        table_title=f"{{}} ({game}: exact NashConv, {ev.games} greedy games per seat and opponent)",
+        line=("NashConv {nash_conv:.3f}, " if ev.nash_conv else "")
+        + "mean return vs built-ins {mean_return:+.3f}",
+        status={"ret": "mean_return", **({"nashconv": "nash_conv"} if ev.nash_conv else {})},
+        panels=panels,
+        curve_title=f"GRPO self-play on {game} ({cfg.name}, advantages: {cfg.selfplay.advantages})",
+        baselines=baselines,
+        validation_baselines=baselines,
+    )
+
+
+def training_callbacks(
+    cfg: RecipeConfig,
+    run: Any,
+    model: Any,
+    tokenizer: Any,
+    evals: Evals,
+    average: PolicyAverage | None,
+    step: dict[str, int],
+    pool: CheckpointPool | None,
+) -> list[Any]:
+    """Ctrl-C, the step count the evals read, the periodic evals, the distillation of the
+    average policy at the end (``eval.distill_average``) and the checkpoint pool's snapshots."""
+    from transformers import TrainerCallback
+
+    ev, game = cfg.eval, cfg.game.name
+
+    class Steps(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            step["now"] = state.global_step
+
+    class Distill(TrainerCallback):
+        """At the end of training, before the final evals: the model learns the average."""
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if run.stop.requested or average is None or not average.count:
+                return
+            loss = distill(model, tokenizer, game, average.policy(), steps=ev.distill_steps)
+            run.metrics.write("distill", step["now"], {"loss": loss, "policies": average.count})
+
+    callbacks = [run.stop, Steps(), *evals.callbacks()]
+    if ev.distill_average:
+        callbacks.insert(2, Distill())
+    if pool is not None:
+
+        class Snapshots(TrainerCallback):
+            def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+                if state.global_step % cfg.selfplay.pool_every == 0:
+                    pool.snapshot(model, state.global_step)
+
+        pool.snapshot(model, 0)
+        callbacks.append(Snapshots())
+    return callbacks
+
+
+def prepare_model(cfg: RecipeConfig, run: Any) -> tuple[Any, Any]:
+    """The model over the game's words, warmed up on random games (a new run), with its LoRA
+    adapter where asked; with a KL term, the warmed-up weights saved as TRL's reference (TRL
+    loads the reference by path)."""
+    game = cfg.game.name
+    model, tokenizer = load_model(cfg, VOCABULARIES.get(game, ()))
+    if not run.resume:
+        spiel = load(game)
+        warm_up(
+            model,
+            tokenizer,
+            cfg.model,
+            cfg.seed,
+            run.metrics.write,
+            lambda rng: random_turns(spiel, game, rng),
+        )
+    model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)
+    if cfg.grpo.beta > 0:
+        ref = run.path / "reference"
+        model.save_pretrained(ref)
+        tokenizer.save_pretrained(ref)
+        model.config._name_or_path = str(ref)
+    return model, tokenizer
+
+
 def run(cfg: RecipeConfig) -> dict[str, Any]:
     """Train and evaluate as ``cfg`` says; returns the summary also written to summary.json."""
     from openspiel_games_env.client import OpenSpielEnv
-    from transformers import TrainerCallback
 
     from openenv_train.policy.transformers_policy import TransformersPolicy
 
@@ -118,24 +213,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
         servers, urls = start_servers(cfg)
         if servers is not None:
             run.close_at_end(servers.stop)
-        model, tokenizer = load_model(cfg, VOCABULARIES.get(game, ()))
-        if not run.resume:
-            spiel = load(game)
-            warm_up(
-                model,
-                tokenizer,
-                cfg.model,
-                cfg.seed,
-                run.metrics.write,
-                lambda rng: random_turns(spiel, game, rng),
-            )
-        model = apply_lora(model, tokenizer, cfg, run.path, resume=run.resume)
-        if g.beta > 0:  # TRL loads the KL reference by path: the warmed-up weights
-            ref = run.path / "reference"
-            model.save_pretrained(ref)
-            tokenizer.save_pretrained(ref)
-            model.config._name_or_path = str(ref)
-
+        model, tokenizer = prepare_model(cfg, run)
         average = PolicyAverage(game) if ev.nash_conv else None
         step = {"now": 0}
 
@@ -145,40 +223,12 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             averaging = validation and average is not None and step["now"] >= ev.average_from
             return evaluate(cfg, live, tokenizer, urls[0], seed, games, average, add=averaging)
 
-        baselines = {}
-        if cfg.eval.nash_conv:
-            uniform = uniform_nash_conv(game)
-            baselines["uniform random"] = {"nash_conv": uniform, "avg_nash_conv": uniform}
-        panels = [("nash_conv", "NashConv (exact)")] if ev.nash_conv else []
-        if ev.nash_conv:
-            panels.append(("avg_nash_conv", "NashConv of the average policy"))
-        panels += [
-            (f"seat{s}/{o}/win", f"seat {s} vs {o}: won") for o in ev.opponents for s in (0, 1)
-        ]
-        evals = Evals(
-            run,
-            model,
-            tokenizer,
-            EvalSpec(
-                greedy,
-                score_key="neg_nash_conv" if ev.nash_conv else "mean_return",
-                columns=columns(cfg),
-                table_title=f"{{}} ({game}: exact NashConv, {ev.games} greedy games per seat and opponent)",
-                line=("NashConv {nash_conv:.3f}, " if ev.nash_conv else "")
-                + "mean return vs built-ins {mean_return:+.3f}",
-                status={
-                    "ret": "mean_return",
-                    **({"nashconv": "nash_conv"} if ev.nash_conv else {}),
-                },
-                panels=panels,
-                curve_title=f"GRPO self-play on {game} ({cfg.name}, advantages: {sp.advantages})",
-                baselines=baselines,
-                validation_baselines=baselines,
-            ),
-        )
+        evals = Evals(run, model, tokenizer, eval_spec(cfg, greedy))
         evals.begin()
 
         pool = CheckpointPool(tokenizer, sp.pool_size) if sp.pool_share > 0 else None
+        if pool is not None:
+            run.close_at_end(pool.close)
         config = RolloutConfig(
             max_turns=r.max_turns,
             max_new_tokens=r.max_new_tokens,
@@ -206,33 +256,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)
         run.close_at_end(rollout_func.close)
-
-        class Steps(TrainerCallback):
-            def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                step["now"] = state.global_step
-
-        class Distill(TrainerCallback):
-            """At the end of training, before the final evals: the model learns the average."""
-
-            def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                if run.stop.requested or average is None or not average.count:
-                    return
-                loss = distill(model, tokenizer, game, average.policy(), steps=ev.distill_steps)
-                run.metrics.write("distill", step["now"], {"loss": loss, "policies": average.count})
-
-        callbacks = [run.stop, Steps(), *evals.callbacks()]
-        if ev.distill_average:
-            callbacks.insert(2, Distill())
-        if pool is not None:
-            run.close_at_end(pool.close)
-
-            class Snapshots(TrainerCallback):
-                def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-                    if state.global_step % sp.pool_every == 0:
-                        pool.snapshot(model, state.global_step)
-
-            pool.snapshot(model, 0)
-            callbacks.append(Snapshots())
+        callbacks = training_callbacks(cfg, run, model, tokenizer, evals, average, step, pool)
         fields = {}
         if sp.advantages == "role":  # one group per seat: the seat's rows of the whole batch
             fields["num_generations"] = g.per_device_train_batch_size // 2
