@@ -130,9 +130,20 @@ def error_from_frame(data: dict[str, Any]) -> EnvServerError:
     message = str(data.get("message", "unknown server error"))
     extra = {k: v for k, v in data.items() if k not in ("code", "message")}
     cls = _BY_CODE.get(code, EnvServerError)
-    if cls is EnvExecutionError and extra.get("infrastructure") is True:
+    if cls is EnvExecutionError and extra.get(INFRASTRUCTURE) is True:
         cls = EnvInfrastructureError
     return cls(message, code=cls.code if cls is not EnvServerError else code, data=extra)
+
+
+#: The member of an ``EXECUTION_ERROR`` frame (and of HTTP ``/step``'s error detail) that marks
+#: an env's ``InfrastructureError``: its own machinery failed, so the episode is never scored.
+INFRASTRUCTURE = "infrastructure"
+
+
+def env_error_members(exc: BaseException) -> dict[str, bool]:
+    """What an env's exception adds to its error frame: ``infrastructure: true`` for an
+    ``InfrastructureError``, nothing for any other."""
+    return {INFRASTRUCTURE: True} if isinstance(exc, InfrastructureError) else {}
 
 
 class ConnectionLostError(InfrastructureError):

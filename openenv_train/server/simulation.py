@@ -15,7 +15,7 @@ from fastapi import Body, FastAPI, HTTPException
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
-from ..core.errors import InfrastructureError
+from ..core.errors import env_error_members
 from ..core.models import Action, State
 from ..core.wire import observation_json, parse_action, state_json
 from .calls import build_env, calls_for
@@ -100,9 +100,7 @@ def add_simulation_routes(
         except Exception as exc:
             _ENV_RAISED.warn("env raised over HTTP: %s", bounded_text(str(exc), 500))
             message = bounded_text(f"{type(exc).__name__}: {exc}", 2000)
-            detail = {"code": "EXECUTION_ERROR", "message": message}
-            if isinstance(exc, InfrastructureError):
-                detail["infrastructure"] = True  # the env's machinery failed: never a score
+            detail = {"code": "EXECUTION_ERROR", "message": message, **env_error_members(exc)}
             raise HTTPException(500, detail=detail) from exc
         finally:
             try:

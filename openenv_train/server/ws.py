@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 from pydantic import ValidationError
 
-from ..core.errors import ErrorCode, InfrastructureError
+from ..core.errors import ErrorCode, env_error_members
 from ..core.models import Action
 from ..core.wire import (
     dumps,
@@ -278,7 +278,7 @@ class WebSocketEndpoint:
                 ErrorCode.EXECUTION_ERROR,
                 bounded_text(f"{type(exc).__name__}: {exc}", 2000),
                 exception_type=type(exc).__name__,
-                **_INFRA if isinstance(exc, InfrastructureError) else {},
+                **env_error_members(exc),
             )
         finally:
             session.leave(start)
@@ -364,6 +364,3 @@ async def _close_soon(send: Send, reason: str) -> None:
 
 
 _BACKGROUND: set[asyncio.Task[None]] = set()
-
-#: on an error frame for an env's ``InfrastructureError``: its machinery failed, never a score
-_INFRA = {"infrastructure": True}
