@@ -205,15 +205,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if any(c.ok is False for c in checks) else 0
 
 
-def register(sub: Any) -> None:  # argparse's subparsers object
-    """Add ``init``, ``serve``, ``build`` and ``validate`` to the ``openenv-train`` parser."""
-    p = sub.add_parser(
-        "init", help="scaffold an env package (models, server, client, Dockerfile, tests)"
-    )
-    p.add_argument("name", help="Python package name, e.g. my_env")
-    p.add_argument("--dir", default=None, help="parent folder (default: the current folder)")
-    p.set_defaults(func=cmd_init)
-
+def _add_serve(sub: Any) -> None:
+    """``serve``: its target and the options of each runtime."""
     p = sub.add_parser(
         "serve",
         help="serve an env folder, installed env name or app (my_env:app, like uvicorn)",
@@ -262,6 +255,18 @@ def register(sub: Any) -> None:  # argparse's subparsers object
     serve_ray.add_arguments(p)  # --replicas, --ray-address, ... (--runtime ray)
     serve_venv.add_arguments(p)  # --venv, --venv-requirement, --venv-cache (local runtime)
     p.set_defaults(func=cmd_serve)
+
+
+def register(sub: Any) -> None:  # argparse's subparsers object
+    """Add ``init``, ``serve``, ``build`` and ``validate`` to the ``openenv-train`` parser."""
+    p = sub.add_parser(
+        "init", help="scaffold an env package (models, server, client, Dockerfile, tests)"
+    )
+    p.add_argument("name", help="Python package name, e.g. my_env")
+    p.add_argument("--dir", default=None, help="parent folder (default: the current folder)")
+    p.set_defaults(func=cmd_init)
+
+    _add_serve(sub)
 
     p = sub.add_parser("build", help="build an env's image; prints its size and layer count")
     p.add_argument("path", metavar="PATH", help="env folder with a Dockerfile")
