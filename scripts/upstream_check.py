@@ -7,7 +7,9 @@ package under envs/, asks the index (through pip itself, so pip's own index conf
 applies) for the newest release of each, and prints one row per requirement. It exits 1 when a
 range excludes the newest release, or when a requirement is an exact pin outside the dev extra
 (the dev extra may pin test anchors such as OpenEnv 0.10). Exact versions for reproducible CI
-belong in constraints.txt, which is not checked here.
+belong in constraints.txt: its rows come last, and a pin behind the newest release fails unless
+the comment line right above it starts with ``# held:`` and says why (a test anchor's own cap, a
+wheel this machine cannot download).
 
 Usage: python scripts/upstream_check.py [--json] [--only NAME ...]
 """
@@ -46,7 +48,7 @@ class Row:
     where: str
     spec: str
     newest: str | None
-    status: str  # ok | pin (dev) | EXCLUDES-NEWEST | EXACT-PIN | UNKNOWN
+    status: str  # ok | pin (dev) | held | EXCLUDES-NEWEST | EXACT-PIN | BEHIND | UNKNOWN
 
 
 def _local_names() -> set[str]:
@@ -71,6 +73,34 @@ def requirements() -> list[tuple[str, Requirement]]:
         ]
     local = _local_names()
     return [(w, r) for w, r in out if canonicalize_name(r.name) not in local]
+
+
+HELD = "# held:"
+
+
+def constraints(path: Path = ROOT / "constraints.txt") -> list[tuple[Requirement, str | None]]:
+    """Each pin of constraints.txt with its held reason (the ``# held:`` comment right above)."""
+    out: list[tuple[Requirement, str | None]] = []
+    reason: str | None = None
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            reason = line[len(HELD) :].strip() if line.startswith(HELD) else reason
+            continue
+        if line:
+            out.append((Requirement(line), reason))
+        reason = None
+    return out
+
+
+def constraint_verdict(req: Requirement, held: str | None, newest: str | None) -> str:
+    """ok when the pin is the newest release, held when a comment says why not, else BEHIND."""
+    pinned = next(iter(req.specifier)).version
+    if newest is None:
+        return "UNKNOWN"
+    if Version(pinned) >= Version(newest):
+        return "ok"
+    return "held" if held else "BEHIND"
 
 
 def newest_release(name: str) -> str | None:
@@ -103,8 +133,14 @@ def verdict(where: str, req: Requirement, newest: str | None) -> str:
 
 
 def check(only: set[str] | None = None) -> list[Row]:
-    reqs = [(w, r) for w, r in requirements() if not only or canonicalize_name(r.name) in only]
-    names = sorted({canonicalize_name(r.name) for _, r in reqs})
+    def wanted(req: Requirement) -> bool:
+        return not only or canonicalize_name(req.name) in only
+
+    reqs = [(w, r) for w, r in requirements() if wanted(r)]
+    pins = [(r, held) for r, held in constraints() if wanted(r)]
+    names = sorted(
+        {canonicalize_name(r.name) for _, r in reqs} | {canonicalize_name(r.name) for r, _ in pins}
+    )
     with ThreadPoolExecutor(max_workers=8) as pool:  # bounded: a few index queries at a time
         newest = dict(zip(names, pool.map(newest_release, names), strict=True))
     rows = []
@@ -112,6 +148,10 @@ def check(only: set[str] | None = None) -> list[Row]:
         found = newest[canonicalize_name(req.name)]
         spec = str(req.specifier) or "(any)"
         rows.append(Row(req.name, where, spec, found, verdict(where, req, found)))
+    for req, held in pins:
+        found = newest[canonicalize_name(req.name)]
+        status = constraint_verdict(req, held, found)
+        rows.append(Row(req.name, "constraints.txt", str(req.specifier), found, status))
     return rows
 
 
@@ -131,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{r.name:<{width}} {r.where:<{wwidth}} {r.newest or '?':<10} {r.status:<8} {r.spec}"
             )
-    bad = [r for r in rows if r.status in ("EXCLUDES-NEWEST", "EXACT-PIN")]
+    bad = [r for r in rows if r.status in ("EXCLUDES-NEWEST", "EXACT-PIN", "BEHIND")]
     unknown = [r for r in rows if r.status == "UNKNOWN"]
     print(
         f"\n{len(rows)} requirements, {len(bad)} failing, {len(unknown)} not answered by the index",

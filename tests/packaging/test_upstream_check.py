@@ -67,3 +67,32 @@ def test_our_ranges_admit_the_releases_the_issue_named_and_pin_nothing_outside_d
             assert check.verdict(where, req, None) != "EXACT-PIN", (where, str(req))
             if req.name in newest:
                 assert req.specifier.contains(Version(newest[req.name])), (where, str(req))
+
+
+@pytest.mark.parametrize(
+    ("pin", "held", "newest", "status"),
+    [
+        ("openai==3.63.0", None, "3.63.0", "ok"),
+        ("openai==3.60.0", None, "3.63.0", "BEHIND"),  # a stale pin fails
+        ("fastmcp==3.4.11", "OpenEnv 0.10 needs fastmcp<4", "4.2.3", "held"),
+        ("openai==3.60.0", None, None, "UNKNOWN"),
+    ],
+)
+def test_constraint_verdicts(check, pin, held, newest, status) -> None:
+    assert check.constraint_verdict(Requirement(pin), held, newest) == status
+
+
+def test_a_pin_is_held_only_by_the_comment_right_above_it(check, tmp_path) -> None:
+    path = tmp_path / "constraints.txt"
+    path.write_text(
+        "# a header that holds nothing\ntorch==2.13.0\n"
+        "# held: the anchor caps it\n# more words\nfastmcp==3.4.11\nmcp==1.30.0\n"
+    )
+    held = {req.name: reason for req, reason in check.constraints(path)}
+    assert held == {"torch": None, "fastmcp": "the anchor caps it", "mcp": None}
+
+
+def test_every_pin_of_our_constraints_is_exact_and_every_held_one_says_why(check) -> None:
+    for req, held in check.constraints():
+        assert check._is_exact_pin(req), str(req)
+        assert held is None or len(held) > 20, (str(req), held)
