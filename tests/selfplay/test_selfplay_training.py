@@ -139,3 +139,14 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
     distilled = [r for r in rows if r["kind"] == "distill"]
     assert len(distilled) == 1 and distilled[0]["policies"] == len(summary["curve"])
     assert 0 < summary["after_last"]["avg_nash_conv"] < 3
+
+
+def test_group_advantages_scale_by_the_batch_unless_the_config_says() -> None:
+    from openenv_train.recipes.grpo_selfplay.config import parse_config
+
+    base = {"recipe": "grpo_selfplay"}
+    group = {**base, "selfplay": {"advantages": "group"}}
+    assert parse_config(group).grpo.scale_rewards == "batch"
+    assert parse_config(base).grpo.scale_rewards == "group"  # role: one group per seat
+    asked = {**group, "grpo": {"scale_rewards": "group"}}
+    assert parse_config(asked).grpo.scale_rewards == "group"
