@@ -1,4 +1,6 @@
-"""Typed action, observation and state shared by every textarena game env."""
+"""Typed action, observation and state of the textarena game envs: ``GameObservation`` and
+``TextArenaState`` for the single-player games, ``SeatedGameObservation`` and ``SeatedGameState``
+(the seats protocol's fields) for the two-player ones; ``MoveAction`` for both."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from openenv_train import Action, Observation, State
+from openenv_train.core.models import SeatObservation, SeatState
 
 
 class MoveAction(Action):
@@ -33,4 +36,31 @@ class TextArenaState(State):
     seed: int | None = None
     done: bool = False
     reward: float | None = None
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class SeatedGameObservation(SeatObservation):
+    """What ``seat`` sees of a two-player game: ``text`` is what the game told that seat since
+    its last turn (its prompt first; the other seat's public moves as ``[Player k] ...``)."""
+
+    game: str = ""
+    text: str = ""
+    #: moves played so far in the game, by either seat
+    turn: int = 0
+    #: the moves this session has sent so far: with the seed, seat and opponent they replay the
+    #: game exactly (what stateless HTTP ``/step`` takes back; see the seats protocol page)
+    my_moves: list[str] = Field(default_factory=list)
+    #: True when the game ended on an invalid move (the mover gets -1, the other seat 0)
+    invalid_move: bool = False
+
+
+class SeatedGameState(SeatState):
+    """The game, the seed that replays it, the opponent of a held seat, and every move so far."""
+
+    game: str = ""
+    seed: int | None = None
+    opponent: str | None = None
+    done: bool = False
+    #: ``[seat, move]`` for every move played, by either seat
+    history: list[tuple[int, str]] = Field(default_factory=list)
     info: dict[str, Any] = Field(default_factory=dict)

@@ -35,7 +35,31 @@ def make_game(game: str) -> Any:
     return textarena.make(raw if raw in ENV_REGISTRY else game)
 
 
-class TextArenaEnvironment(Environment[MoveAction, GameObservation, TextArenaState]):
+class IsolatedRandom:
+    """A session's own Python and NumPy generator states, swapped in around each call into its
+    game under the process-wide lock (textarena draws from the global generators)."""
+
+    _random_states: tuple[Any, Any] | None = None
+
+    def _isolated(self, call: Callable[[], T]) -> T:
+        """Run ``call`` on this session's random generators (see the module docstring)."""
+        with _GLOBAL_RANDOM:
+            outer = random.getstate(), np.random.get_state()
+            try:
+                if self._random_states is not None:
+                    random.setstate(self._random_states[0])
+                    np.random.set_state(self._random_states[1])
+                result = call()
+                self._random_states = random.getstate(), np.random.get_state()
+                return result
+            finally:
+                random.setstate(outer[0])
+                np.random.set_state(outer[1])
+
+
+class TextArenaEnvironment(
+    IsolatedRandom, Environment[MoveAction, GameObservation, TextArenaState]
+):
     """Play one single-player textarena game; reward = the game's own reward at the end."""
 
     def __init__(self, game: str) -> None:
@@ -57,21 +81,6 @@ class TextArenaEnvironment(Environment[MoveAction, GameObservation, TextArenaSta
     def get_metadata(self) -> EnvironmentMetadata:
         """``/metadata`` names this member of the family (the server builds one env to ask)."""
         return self.metadata_for(self.game)
-
-    def _isolated(self, call: Callable[[], T]) -> T:
-        """Run ``call`` on this session's random generators (see the module docstring)."""
-        with _GLOBAL_RANDOM:
-            outer = random.getstate(), np.random.get_state()
-            try:
-                if self._random_states is not None:
-                    random.setstate(self._random_states[0])
-                    np.random.set_state(self._random_states[1])
-                result = call()
-                self._random_states = random.getstate(), np.random.get_state()
-                return result
-            finally:
-                random.setstate(outer[0])
-                np.random.set_state(outer[1])
 
     def reset(self, seed: int | None = None, episode_id: str | None = None) -> GameObservation:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
