@@ -214,7 +214,11 @@ class _Slot:
         self.into, self.index = into, index
 
     def fill(self, episode: Episode, codec: TokenCodec, last: Reply | None) -> None:
-        self.into[self.index] = episode_turns(episode, codec, last)
+        self.put(episode_turns(episode, codec, last))
+
+    def put(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` (an episode already decoded: a self-play game's seats) in this place."""
+        self.into[self.index] = record
 
 
 class EpisodeRecorder:

@@ -15,6 +15,10 @@ An answer that is not a legal move gets the mover the spec's ``invalid_action_re
 the game's outcome; where the spec has a ``fallback_action(observation, rng)`` the game goes on
 with that move in its place (a random legal one), so every seat plays and gets a row; without
 one the game ends there (the others get 0).
+
+Given an :class:`~.episode.EpisodeRecorder` (the periodic evals' run-viewer sample), the runner
+keeps the first games it plays decoded seat by seat (:func:`game_turns`): the episode format of
+``play_episode``'s recorder, each turn naming its ``seat``, with every seat's ``rewards``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any, Literal
 
 from ..policy.interface import Generation, Policy, SamplingSettings
 from .batcher import GenerationBatcher
-from .episode import LIMIT, RolloutConfig
+from .episode import LIMIT, EpisodeRecorder, RolloutConfig, token_turns
 from .records import EpisodeRecord, RolloutBatch
 from .tokens import EpisodeTokens, TokenCodec
 
@@ -55,6 +59,11 @@ class SelfPlayGame:
     returns: list[float]
     stop: str
     moves: list[str] = field(default_factory=list)
+    #: the seat of each model answer, in play order
+    answers: list[int] = field(default_factory=list)
+    #: the step result the game ended on (None where it was cut: the turn limit, or an illegal
+    #: answer with no fallback move)
+    end: Any = None
 
 
 Generate = Callable[[list[int], SamplingSettings], Awaitable[Generation]]
@@ -79,6 +88,7 @@ async def play_game(
     tokens: list[EpisodeTokens | None] = [None] * n
     turns = [0] * n
     moves: list[str] = []
+    answers: list[int] = []
     invalid: set[int] = set()
     rng = random.Random(reset_kwargs.get("seed"))
     while not result.done:
@@ -90,7 +100,8 @@ async def play_game(
                 "over: a seated env must name current_player in every observation"
             )
         if turns[s] >= config.max_turns:
-            return _game(reset_kwargs, tokens, turns, [spec.truncation_reward] * n, LIMIT, moves)
+            rewards = [spec.truncation_reward] * n
+            return _game(reset_kwargs, tokens, turns, rewards, LIMIT, moves, answers)
         seat_tokens = tokens[s]
         if seat_tokens is None:
             text = spec.initial_prompt(result, None)
@@ -105,13 +116,14 @@ async def play_game(
             raise RuntimeError("the policy returned no tokens; it must generate at least one")
         seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
         turns[s] += 1
+        answers.append(s)
         action = _action(spec, gen.text, obs)
         if action is None:
             fallback = getattr(spec, "fallback_action", None)
             if fallback is None:  # the game ends here; seats that never moved get no row
                 rewards = [0.0] * n
                 rewards[s] = float(spec.invalid_action_reward)
-                return _game(reset_kwargs, tokens, turns, rewards, "invalid", moves)
+                return _game(reset_kwargs, tokens, turns, rewards, "invalid", moves, answers)
             invalid.add(s)
             action = fallback(obs, rng)
         moves.append(getattr(action, "move", str(action)))
@@ -124,7 +136,8 @@ async def play_game(
         )
     for s in invalid:
         returns[s] = float(spec.invalid_action_reward)
-    return _game(reset_kwargs, tokens, turns, returns, "invalid" if invalid else "done", moves)
+    stop = "invalid" if invalid else "done"
+    return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, end=result)
 
 
 def _action(spec: Any, text: str, obs: Any) -> Any:
@@ -145,9 +158,50 @@ def _game(
     rewards: list[float],
     stop: str,
     moves: list[str],
+    answers: list[int],
+    end: Any = None,
 ) -> SelfPlayGame:
     seats = [SeatRecord(s, tokens[s], turns[s], rewards[s]) for s in range(len(tokens))]
-    return SelfPlayGame(kwargs.get("seed"), seats, list(rewards), stop, moves)
+    return SelfPlayGame(kwargs.get("seed"), seats, list(rewards), stop, moves, answers, end)
+
+
+def game_turns(game: SelfPlayGame, codec: TokenCodec, spec: Any) -> dict[str, Any]:
+    """One game as the run viewer's episode, seat by seat in play order: before each answer,
+    what its seat was shown (its prompt, later env text), then the answer (text, tokens,
+    logprobs), every turn naming its ``seat``; then the view the game ended on. ``rewards``:
+    every seat's (``reward`` stays None: a game has one per seat); ``num_turns``: all answers."""
+    pieces = {
+        rec.seat: _pieces(token_turns(rec.tokens, codec.tokenizer))
+        for rec in game.seats
+        if rec.tokens is not None
+    }
+    turns: list[dict[str, Any]] = []
+    for s in game.answers:
+        if pieces.get(s):
+            turns += [{**t, "seat": s} for t in pieces[s].pop(0)]
+    if game.end is not None:
+        seat = getattr(game.end.observation, "seat", None)
+        turns.append({"role": "env", "text": spec.render(game.end), "seat": seat})
+    return {
+        "reward": None,
+        "rewards": list(game.returns),
+        "stop": game.stop,
+        "num_turns": sum(rec.turns for rec in game.seats),
+        "turns": turns,
+    }
+
+
+def _pieces(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """One seat's decoded turns split at its answers: each piece is what the seat was shown
+    (the prompt, or env text) and the answer to it."""
+    pieces: list[list[dict[str, Any]]] = [[]]
+    for t in turns:
+        pieces[-1].append(t)
+        if t["role"] == "model":
+            pieces.append([])
+    if not pieces[-1]:
+        pieces.pop()
+    return pieces
 
 
 def seat_row(rec: SeatRecord, *, row: int, group: int, prompt: Any, stop: str) -> EpisodeRecord:
@@ -199,6 +253,9 @@ class SelfPlayRunner:
     ``pool_share`` > 0: that share of the groups is played against a past policy drawn from
     it: the live policy in one seat (whose rows are kept), the past one in the others; each seat's
     rows of such a group come from their own games.
+
+    ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
+    order they start, decoded seat by seat (:func:`game_turns`); none are decoded without one.
     """
 
     def __init__(
@@ -214,6 +271,7 @@ class SelfPlayRunner:
         reset_kwargs: dict[str, Any] | None = None,
         opponents: Callable[[], list[Policy]] | None = None,
         pool_share: float = 0.0,
+        recorder: EpisodeRecorder | None = None,
     ) -> None:
         if advantages not in ADVANTAGES:
             raise ValueError(f"advantages must be one of {ADVANTAGES}, got {advantages!r}")
@@ -231,6 +289,7 @@ class SelfPlayRunner:
         self.reset_kwargs = dict(reset_kwargs or {})
         self.opponents = opponents
         self.pool_share = pool_share
+        self.recorder = recorder  # keeps the first games decoded for the run viewer (evals)
         self.codec = TokenCodec(policy.tokenizer, chat_template=config.chat_template)
         self.batcher = self._batcher(policy)
         self._past: dict[int, GenerationBatcher] = {}
@@ -295,7 +354,8 @@ class SelfPlayRunner:
                 while not queue.empty():
                     g = queue.get_nowait()
                     task = tasks[g]
-                    out[g] = await play_game(
+                    slot = self.recorder.reserve() if self.recorder is not None else None
+                    game = out[g] = await play_game(
                         client,
                         self.spec,
                         generate=[b.generate for b in task.batchers],
@@ -303,6 +363,8 @@ class SelfPlayRunner:
                         config=self.config,
                         reset_kwargs={**self.reset_kwargs, "seed": task.seed},
                     )
+                    if slot is not None:
+                        slot.put(game_turns(game, self.codec, self.spec))
             finally:
                 for b in batchers:
                     b.unregister()

@@ -7,7 +7,8 @@ GRPOTrainer(rollout_func = the self-play runner: every seat's answer of every ga
 batched call, rows per seat, GRPO groups per seat and deal or one baseline per seat) -> train ->
 save. ``selfplay.pool_share`` > 0 mixes in games against past checkpoints. The run's lifecycle
 (run folder, Ctrl-C, checkpoints, --resume, best weights, curve.png, summary.json) is
-``openenv_train.training.lifecycle``.
+``openenv_train.training.lifecycle``. Each periodic eval also plays ``eval.trajectories`` greedy
+self-play games, recorded seat by seat for ``openenv-train view`` (``trajectories/``).
 
 Run: ``openenv-train train configs/grpo_selfplay_kuhn_cpu.yaml``.
 """
@@ -69,9 +70,11 @@ def evaluate(
     games: int,
     average: PolicyAverage | None = None,
     add: bool = False,
+    recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
     """Exact NashConv (where asked; with ``average``, the policy joins it and the average's
-    NashConv is reported too) and greedy win/draw/loss per seat per built-in opponent."""
+    NashConv is reported too) and greedy win/draw/loss per seat per built-in opponent. With
+    ``recorder`` (a periodic eval's run-viewer sample), greedy self-play games are recorded too."""
     from openenv_train.policy.transformers_policy import TransformersPolicy
 
     out: dict[str, float] = {}
@@ -96,6 +99,8 @@ def evaluate(
             for seat, m in res.items():
                 for k, v in m.items():
                     out[f"{seat}/{opp}/{k}"] = v
+        if recorder is not None:
+            asyncio.run(record_selfplay(cfg, policy, url, seed, recorder))
     finally:
         asyncio.run(policy.aclose())
     out["mean_return"] = sum(v for k, v in out.items() if k.endswith("/mean_return")) / max(
@@ -103,6 +108,33 @@ def evaluate(
     )
     out["games"] = games  # per seat and opponent: the periodic evals play fewer
     return out
+
+
+async def record_selfplay(
+    cfg: RecipeConfig, policy: Any, url: str, seed: int, recorder: EpisodeRecorder
+) -> None:
+    """As many greedy self-play games as ``recorder`` keeps (the policy in both seats, game ``k``
+    dealt with ``seed + k``: the same task at every eval), recorded seat by seat."""
+    from openspiel_games_env.client import OpenSpielEnv
+
+    r = cfg.rollout
+    clients = [OpenSpielEnv(url) for _ in range(min(recorder.limit, cfg.selfplay.concurrency))]
+    for c in clients:
+        await c.connect()
+    runner = SelfPlayRunner(
+        policy,
+        SeatTextSpec(cfg.game.name),
+        clients,
+        config=RolloutConfig(
+            max_turns=r.max_turns, max_new_tokens=r.max_new_tokens, temperature=0.0
+        ),
+        seed=seed,
+        recorder=recorder,
+    )
+    try:
+        await runner.play(recorder.limit)
+    finally:
+        await runner.aclose()
 
 
 def eval_spec(cfg: RecipeConfig, greedy: Any) -> EvalSpec:
@@ -221,7 +253,9 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             seed = ev.seed + (1_000_000 if validation else 0)
             games = ev.periodic_games if validation else ev.games
             averaging = validation and average is not None and step["now"] >= ev.average_from
-            return evaluate(cfg, live, tokenizer, urls[0], seed, games, average, add=averaging)
+            return evaluate(
+                cfg, live, tokenizer, urls[0], seed, games, average, averaging, recorder
+            )
 
         evals = Evals(run, model, tokenizer, eval_spec(cfg, greedy))
         evals.begin()

@@ -150,3 +150,53 @@ def test_group_advantages_scale_by_the_batch_unless_the_config_says() -> None:
     assert parse_config(base).grpo.scale_rewards == "group"  # role: one group per seat
     asked = {**group, "grpo": {"scale_rewards": "group"}}
     assert parse_config(asked).grpo.scale_rewards == "group"
+
+
+def test_the_recipe_records_self_play_episodes_seat_by_seat(tmp_path: Path) -> None:
+    """Each periodic eval's sample (``eval.trajectories``) is greedy self-play games, every turn
+    naming its seat and every seat's rewards, in the files ``openenv-train view`` reads."""
+    from openenv_train.cli.viewer.viewer_app import run_episodes
+    from openenv_train.recipes.grpo_selfplay.config import parse_config
+    from openenv_train.recipes.grpo_selfplay.train import run
+
+    cfg = parse_config(
+        {
+            "recipe": "grpo_selfplay",
+            "name": f"selfplay_view_{random.randrange(10**9)}",
+            "output_dir": str(tmp_path),
+            "progress": False,
+            "model": {"warmup_steps": 20},
+            "selfplay": {"concurrency": 4},
+            "grpo": {
+                "max_steps": 2,
+                "per_device_train_batch_size": 8,
+                "num_generations": 4,
+                "logging_steps": 1,
+            },
+            "eval": {
+                "every": 2,
+                "games": 2,
+                "periodic_games": 2,
+                "opponents": ["random"],
+                "nash_conv": False,
+                "trajectories": 3,
+            },
+        }
+    )
+    run(cfg)
+    run_dir = tmp_path / cfg.name
+    files = sorted((run_dir / "trajectories").glob("step_*.jsonl"))
+    assert [f.name for f in files] == ["step_000000.jsonl", "step_000002.jsonl"]
+    episodes = run_episodes(run_dir)  # what the viewer shows
+    assert [(e["step"], e["task"]) for e in episodes] == [(s, t) for s in (0, 2) for t in range(3)]
+    for e in episodes:
+        assert e["env"] == cfg.env.app and e["reward"] is None
+        assert len(e["rewards"]) == 2 and all(isinstance(r, float) for r in e["rewards"])
+        model = [t for t in e["turns"] if t["role"] == "model"]
+        assert len(model) == e["num_turns"] >= 2 and {t["seat"] for t in model} == {0, 1}
+        for seat in (0, 1):  # each seat's first turn is what it was shown: its own prompt
+            first = next(t for t in e["turns"] if t["seat"] == seat)
+            assert first["role"] == "prompt" and f"kuhn seat {seat} card" in first["text"]
+    # seeded: the same task is the same deal at every eval
+    deal = {(e["step"], e["task"]): e["turns"][0]["text"] for e in episodes}
+    assert all(deal[(0, t)] == deal[(2, t)] for t in range(3))

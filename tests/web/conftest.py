@@ -50,3 +50,14 @@ def page(browser: Any) -> Iterator[Any]:
     yield pg
     context.close()
     assert not errors, f"the page logged errors: {errors}"
+
+
+@pytest.fixture(scope="module")
+def kuhn() -> Iterator[Any]:
+    """A Kuhn poker server holding both seats of each game (self-play), on a loopback port."""
+    from openspiel_games_env.server.apps import app_for
+    from server_helpers import ServerThread
+
+    server = ServerThread(app_for("kuhn_poker")).start()
+    yield server
+    server.stop()

@@ -1,4 +1,5 @@
-"""The eval samples the viewer reads: recorded from the one episode loop, only when asked."""
+"""The eval samples the viewer reads: recorded from the one episode loop (and the self-play
+runner, seat by seat), only when asked."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_folder import HANDS, KEPT, Env, recorded_eval, tiny_policy
+from run_folder import (
+    GAMES,
+    GAMES_KEPT,
+    HANDS,
+    KEPT,
+    Env,
+    SelfPlayEnv,
+    recorded_eval,
+    recorded_selfplay,
+    tiny_policy,
+)
 
 from openenv_train.rollout import episode as episode_loop
 from openenv_train.training.periodic_evals import write_trajectories
@@ -70,3 +81,50 @@ def test_eval_trajectories_is_a_config_key_with_a_small_default() -> None:
     assert EvalSection(trajectories=0).trajectories == 0
     with pytest.raises(ValidationError, match="trajectories"):
         EvalSection(trajectories=-1)
+
+
+@pytest.fixture(scope="module")
+def selfplay(kuhn: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    return recorded_selfplay(kuhn.url)
+
+
+def test_self_play_games_are_recorded_seat_by_seat(selfplay: Any, tmp_path: Path) -> None:
+    episodes, games = selfplay
+    assert len(games) == GAMES and len(episodes) == GAMES_KEPT  # a bounded sample: the first
+    for ep, game in zip(episodes, games, strict=False):  # ... in the order they started
+        assert ep["rewards"] == game.returns and len(ep["rewards"]) == 2
+        assert ep["reward"] is None and ep["stop"] == game.stop
+        model = [t for t in ep["turns"] if t["role"] == "model"]
+        assert [t["seat"] for t in model] == game.answers  # in play order, seat by seat
+        assert len(model) == ep["num_turns"] == sum(s.turns for s in game.seats) >= 2
+        assert all(len(t["tokens"]) == len(t["logprobs"]) > 0 for t in model)
+        # each answer comes right after what its own seat was shown: its prompt, then env text
+        shown = ep["turns"][: 2 * len(model)]
+        assert [t["role"] for t in shown[1::2]] == ["model"] * len(model)
+        assert [t["seat"] for t in shown[0::2]] == [t["seat"] for t in model]
+        for seat in (0, 1):
+            views = [t for t in shown[0::2] if t["seat"] == seat]
+            assert [t["role"] for t in views] == ["prompt"] + ["env"] * (len(views) - 1)
+            assert all(f"kuhn seat {seat} card" in t["text"] for t in views)  # its own cards
+        if game.end is not None:  # the view the game ended on, the last mover's
+            assert ep["turns"][-1]["role"] == "env" and ep["turns"][-1]["seat"] == model[-1]["seat"]
+    path = write_trajectories(tmp_path, 0, episodes, SelfPlayEnv())
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["task"] for r in rows] == list(range(GAMES_KEPT))
+    assert rows[0]["env"] == SelfPlayEnv.app and rows[0]["rewards"] == episodes[0]["rewards"]
+    assert {t["seat"] for r in rows for t in r["turns"]} == {0, 1}
+
+
+def test_self_play_without_a_recorder_decodes_nothing(
+    kuhn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from run_folder import selfplay_games
+
+    from openenv_train.rollout import selfplay as runner_module
+
+    decoded: list[Any] = []
+    monkeypatch.setattr(runner_module, "game_turns", lambda *a: decoded.append(a) or {})
+    assert len(asyncio.run(selfplay_games(kuhn.url, 11, None))) == GAMES
+    assert decoded == []

@@ -1,4 +1,5 @@
-"""The run viewer in a real browser: curves, the eval episodes, two runs, a run still training."""
+"""The run viewer in a real browser: curves, the eval episodes, two runs, a run still training,
+a self-play episode seat by seat."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from ports import free_port
-from run_folder import KEPT, make_run, recorded_eval, tiny_policy
+from run_folder import KEPT, SelfPlayEnv, make_run, recorded_eval, recorded_selfplay, tiny_policy
 
 from openenv_train.cli.viewer import create_viewer
 
@@ -58,6 +59,50 @@ def test_shows_a_curve_and_opens_an_episode(serve_app: Any, page: Any, runs: lis
 
     page.click("button[data-tab=run]")
     assert f"--resume {runs[0]}" in page.inner_text(".resume")
+
+
+def test_a_self_play_episode_is_shown_seat_by_seat(
+    serve_app: Any, page: Any, tmp_path: Path, episodes: list[dict[str, Any]], kuhn: Any
+) -> None:
+    games, _ = recorded_selfplay(kuhn.url)
+    runs = [
+        make_run(tmp_path / "blackjack", episodes),
+        make_run(tmp_path / "selfplay", games, env=SelfPlayEnv()),
+    ]
+    server = serve_app(create_viewer(runs))
+    page.goto(server.url + "/")
+    page.click("button[data-tab=episodes]")
+    page.select_option("#f-run", label="selfplay")
+    rows = page.locator("#episodes tbody tr")
+    assert rows.count() == 2 * len(games)
+    game = games[1]
+    returns = [f"seat {s}: {r:g}" for s, r in enumerate(game["rewards"])]
+    assert rows.nth(1).locator("td").nth(4).inner_text() == " · ".join(returns)
+    rows.nth(1).click()
+    assert page.text_content("#episode-title") == "selfplay, step 0, task 1"
+    turns = page.locator("#episode .turn")
+    assert turns.count() == len(game["turns"])
+    for i, t in enumerate(game["turns"]):  # every turn labelled with the seat that saw or said it
+        assert turns.nth(i).get_attribute("data-seat") == str(t["seat"])
+        what = {"model": "model answer"}.get(t["role"], t["role"])
+        assert turns.nth(i).locator(".role").text_content() == f"seat {t['seat']}: {what}"
+    seat_of = "e => getComputedStyle(e).borderLeftColor"
+    colours = {
+        s: page.eval_on_selector(f"#episode .turn.model[data-seat='{s}']", seat_of) for s in (0, 1)
+    }
+    assert colours[0] != colours[1]  # each seat styled its own way
+    assert page.locator("#episode .returns [data-seat]").all_text_contents() == returns
+    assert (
+        page.locator("#episode p").first.inner_text().startswith("returns " + " · ".join(returns))
+    )
+
+    page.select_option("#f-run", label="blackjack")  # a single-agent episode: as before
+    rows.first.click()
+    assert page.locator("#episode .turn").count() >= 2
+    assert page.locator("#episode [data-seat], #episode .returns").count() == 0
+    roles = set(page.locator("#episode .turn .role").all_text_contents())
+    assert roles <= {"prompt", "model answer", "env"} and "model answer" in roles
+    assert page.locator("#episode p").first.inner_text().startswith("reward ")
 
 
 def test_two_runs_overlaid_and_followed_while_training(

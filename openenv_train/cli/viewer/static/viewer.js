@@ -78,7 +78,13 @@ function drawCurves() {
 
 // ---- episodes
 const allEpisodes = () => state.episodes.flatMap((eps, i) => eps.map((e) => ({ ...e, run: i })));
-const modelText = (e) => e.turns.filter((t) => t.role === "model").map((t) => t.text.trim()).join(" | ");
+// A self-play episode (one game, every seat played by the policy) names each turn's seat and
+// carries every seat's rewards; a single-agent one has neither.
+const seated = (t) => t.seat !== undefined && t.seat !== null;
+const seatLabel = (t, what) => (seated(t) ? `seat ${t.seat}${what ? ": " + what : ""}` : what);
+const modelText = (e) => e.turns.filter((t) => t.role === "model").map((t) => seatLabel(t, t.text.trim())).join(" | ");
+const seatRewards = (e) => e.rewards.map((r, s) => `seat ${s}: ${r}`).join(" · ");
+const rewardText = (e) => (Array.isArray(e.rewards) ? seatRewards(e) : e.reward === null || e.reward === undefined ? "–" : String(e.reward));
 const promptText = (e) => (e.turns.find((t) => t.role === "prompt") || { text: "" }).text;
 
 function fillSelect(sel, values, labels = values, any = "any") {
@@ -100,10 +106,10 @@ function filtered() {
     if (run !== "" && e.run !== Number(run)) return false;
     if (step !== "" && e.step !== Number(step)) return false;
     if (env !== "" && e.env !== env) return false;
-    const r = e.reward;
-    if (reward === "pos" && !(r > 0)) return false;
-    if (reward === "zero" && r !== 0) return false;
-    if (reward === "neg" && !(r < 0)) return false;
+    const rs = Array.isArray(e.rewards) ? e.rewards : [e.reward]; // self-play: any seat's
+    if (reward === "pos" && !rs.some((r) => r > 0)) return false;
+    if (reward === "zero" && !rs.some((r) => r === 0)) return false;
+    if (reward === "neg" && !rs.some((r) => r < 0)) return false;
     if (text && !e.turns.some((t) => t.text.toLowerCase().includes(text))) return false;
     return true;
   });
@@ -115,9 +121,9 @@ function drawEpisodes() {
   body.replaceChildren();
   for (const e of rows.slice(0, 500)) {
     const tr = el("tr", { "data-run": e.run, "data-step": e.step, "data-task": e.task });
-    const reward = e.reward === null || e.reward === undefined ? "–" : String(e.reward);
+    const reward = rewardText(e);
     tr.append(el("td", {}, state.runs[e.run].name), el("td", {}, String(e.step)), el("td", {}, String(e.task)),
-      el("td", {}, e.env || ""), el("td", { class: e.reward > 0 ? "good" : e.reward < 0 ? "bad" : "" }, reward),
+      el("td", {}, e.env || ""), el("td", { class: Array.isArray(e.rewards) ? "seats" : e.reward > 0 ? "good" : e.reward < 0 ? "bad" : "" }, reward),
       el("td", {}, String(e.num_turns)), el("td", { class: "text" }, promptText(e)), el("td", { class: "text" }, modelText(e)));
     tr.onclick = () => openEpisode(e);
     body.append(tr);
@@ -128,10 +134,11 @@ function drawEpisodes() {
 function renderEpisode(box, e, title) {
   box.replaceChildren(el("h3", {}, title));
   if (!e) { box.append(el("p", { class: "muted" }, "This task was not sampled there.")); return; }
-  box.append(el("p", {}, `reward ${e.reward ?? "–"} · stop ${e.stop} · ${e.num_turns} model turns`));
+  const seats = Array.isArray(e.rewards);
+  box.append(el("p", {}, `${seats ? "returns " + seatRewards(e) : "reward " + (e.reward ?? "–")} · stop ${e.stop} · ${e.num_turns} model turns`));
   for (const t of e.turns) {
-    const div = el("div", { class: "turn " + t.role });
-    div.append(el("div", { class: "role" }, t.role === "model" ? "model answer" : t.role === "env" ? "env" : "prompt"));
+    const div = el("div", seated(t) ? { class: `turn ${t.role} seat seat-${t.seat % 4}`, "data-seat": t.seat } : { class: "turn " + t.role });
+    div.append(el("div", { class: "role" }, seatLabel(t, t.role === "model" ? "model answer" : t.role === "env" ? "env" : "prompt")));
     if (t.role === "model" && t.tokens) {
       const line = el("div");
       t.tokens.forEach((tok, i) => {
@@ -143,6 +150,11 @@ function renderEpisode(box, e, title) {
       div.append(line, el("div", { class: "muted" }, "logprobs " + t.logprobs.map((x) => x.toFixed(3)).join(", ")));
     } else div.append(el("pre", {}, t.text));
     box.append(div);
+  }
+  if (seats) {  // each seat's return at the end of the game
+    const end = el("div", { class: "returns" }, "returns ");
+    e.rewards.forEach((r, s) => end.append(el("span", { class: `seat seat-${s % 4}`, "data-seat": s }, `seat ${s}: ${r}`)));
+    box.append(end);
   }
 }
 
