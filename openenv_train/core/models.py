@@ -69,6 +69,25 @@ class SeatState(State):
     returns: list[float] = Field(default_factory=list)
 
 
+def check_seat_reset(seed: Any, seat: Any, moves: Any, *, num_players: int, max_moves: int) -> None:
+    """The ``reset`` arguments every seated env takes (``seed``, ``seat``, ``moves``), checked
+    the same way everywhere: a ``ValueError`` naming the argument and what it must be."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be an integer >= 0 (or omitted), got {seed!r}")
+    if seat is not None and (
+        isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < num_players
+    ):
+        raise ValueError(f"seat must be an integer 0..{num_players - 1} (or omitted: every seat)")
+    if moves is not None and (
+        not isinstance(moves, list)
+        or len(moves) > max_moves
+        or not all(isinstance(m, str) for m in moves)
+    ):
+        raise ValueError(f"moves must be a list of at most {max_moves} move strings")
+    if moves and seed is None:
+        raise ValueError("moves replays a seeded game: give the seed it was played with")
+
+
 ObsT = TypeVar("ObsT", bound=Observation)
 ActT = TypeVar("ActT", bound=Action)
 StateT = TypeVar("StateT", bound=State)

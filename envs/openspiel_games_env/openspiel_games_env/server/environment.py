@@ -19,6 +19,7 @@ import uuid
 from typing import Any
 
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
+from openenv_train.core.models import check_seat_reset
 
 from ..games import load, move_names, parse_move, seat_text
 from ..models import GameAction, GameObservation, GameState
@@ -65,21 +66,8 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
     ) -> GameObservation:
         """Start a game. ``seat``: hold that seat only (the others play as ``opponent``);
         ``moves``: replay the client's earlier moves of this seeded game first."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0 (or omitted), got {seed!r}")
         n = self.game.num_players()
-        if seat is not None and (
-            isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n
-        ):
-            raise ValueError(f"seat must be an integer 0..{n - 1} (or omitted: every seat)")
-        if moves is not None and (
-            not isinstance(moves, list)
-            or len(moves) > MAX_REPLAY_MOVES
-            or not all(isinstance(m, str) for m in moves)
-        ):
-            raise ValueError(f"moves must be a list of at most {MAX_REPLAY_MOVES} move strings")
-        if moves and seed is None:
-            raise ValueError("moves replays a seeded game: give the seed it was played with")
+        check_seat_reset(seed, seat, moves, num_players=n, max_moves=MAX_REPLAY_MOVES)
         seed = self._seeds.randrange(2**31) if seed is None else seed
         self._rng = random.Random(seed)
         self._opponent = (

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
+from openenv_train.core.models import check_seat_reset
 
 from ..games import CANDIDATE_MOVES, OPPONENT_GAMES, base_game
 from ..models import MoveAction, SeatedGameObservation, SeatedGameState
@@ -89,24 +90,9 @@ class TwoPlayerTextArenaEnvironment(
     ) -> SeatedGameObservation:
         """Start a game. ``seat``: hold that seat only (the other plays as ``opponent``);
         ``moves``: replay the client's earlier moves of this seeded game first."""
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0 (or omitted), got {seed!r}")
-        if seat is not None and (
-            isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < NUM_PLAYERS
-        ):
-            raise ValueError(
-                f"seat must be an integer 0..{NUM_PLAYERS - 1} (or omitted: every seat)"
-            )
+        check_seat_reset(seed, seat, moves, num_players=NUM_PLAYERS, max_moves=MAX_REPLAY_MOVES)
         if seat is not None:
             check_opponent(self.game, opponent)
-        if moves is not None and (
-            not isinstance(moves, list)
-            or len(moves) > MAX_REPLAY_MOVES
-            or not all(isinstance(m, str) for m in moves)
-        ):
-            raise ValueError(f"moves must be a list of at most {MAX_REPLAY_MOVES} move strings")
-        if moves and seed is None:
-            raise ValueError("moves replays a seeded game: give the seed it was played with")
         seed = self._seeds.randrange(2**31) if seed is None else seed
 
         def start() -> Any:
