@@ -226,13 +226,25 @@ def hardening_from(attrs: Mapping[str, Any], proc_status: str) -> Hardening:
     )
 
 
+#: reads of /proc/1/status before giving up: Podman's Docker-compatible API now and then returns
+#: a short exec's exit code with none of its output (seen in CI under load)
+STATUS_READ_TRIES = 3
+
+
 def inspect_hardening(client: Any, name: str) -> Hardening:
     """Hardening of a running container: its ``inspect`` plus ``/proc/1/status`` read inside it."""
     container = client.containers.get(name)
-    code, out = container.exec_run(["cat", "/proc/1/status"], user="")
-    if code != 0:
-        raise EngineError(f"cannot read /proc/1/status in {name!r} (exit {code})")
-    return hardening_from(container.attrs, out.decode(errors="replace"))
+    for _ in range(STATUS_READ_TRIES):
+        code, out = container.exec_run(["cat", "/proc/1/status"], user="")
+        if code != 0:
+            raise EngineError(f"cannot read /proc/1/status in {name!r} (exit {code})")
+        text = out.decode(errors="replace")
+        if "CapBnd:" in text:
+            return hardening_from(container.attrs, text)
+    raise EngineError(
+        f"reading /proc/1/status in {name!r} returned no CapBnd line {STATUS_READ_TRIES} times "
+        "(the engine lost the exec's output); check the engine's log"
+    )
 
 
 def host_gateway(network: Mapping[str, Any]) -> str | None:

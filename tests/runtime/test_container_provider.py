@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from openenv_train.client import MCPToolClient
 from openenv_train.core.errors import ServerStartError
 from openenv_train.runtime import ContainerProvider, start_servers
 from openenv_train.runtime import container_engine as ce
+from openenv_train.runtime.errors import EngineError
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -307,3 +309,27 @@ def test_a_pinned_host_port_in_use_fails_at_once_and_names_it(image_of):
         with pytest.raises(ServerStartError, match="address already in use"):
             p.start()
     assert ce.list_exact(ce.connect("docker"), p.name) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_exec_whose_output_the_engine_lost_is_read_again(engine, image_of):
+    """CI saw Podman return ``cat /proc/1/status``'s exit 0 with none of its output. Fault
+    injected into the real engine's API: the first read comes back empty."""
+    with ContainerProvider(image_of(engine), engine=engine) as p:
+        real_exec_start, reads = p._client.api.exec_start, []
+
+        def losing_the_first_output(*args: Any, **kwargs: Any) -> Any:
+            out = real_exec_start(*args, **kwargs)
+            reads.append(out)
+            return b"" if len(reads) == 1 else out
+
+        p._client.api.exec_start = losing_the_first_output
+        assert p.hardening().problems() == []
+        assert len(reads) == 2
+        def losing_every_output(*args: Any, **kwargs: Any) -> Any:
+            real_exec_start(*args, **kwargs)
+            return b""
+
+        p._client.api.exec_start = losing_every_output  # never any output: a clear error
+        with pytest.raises(EngineError, match="no CapBnd line 3 times"):
+            p.hardening()
