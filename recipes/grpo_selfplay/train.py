@@ -118,9 +118,8 @@ async def record_selfplay(
     from openspiel_games_env.client import OpenSpielEnv
 
     r = cfg.rollout
+    # unconnected, as the training runner's: each session opens at its first reset
     clients = [OpenSpielEnv(url) for _ in range(min(recorder.limit, cfg.selfplay.concurrency))]
-    for c in clients:
-        await c.connect()
     runner = SelfPlayRunner(
         policy,
         SeatTextSpec(cfg.game.name),
