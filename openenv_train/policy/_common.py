@@ -109,16 +109,22 @@ class ThreadedPolicy(Policy):
         prompts: list[list[int]],
         sampling: SamplingSettings,
         seeds: list[int] | None = None,
+        allowed: list[frozenset[tuple[int, ...]] | None] | None = None,
     ) -> list[Generation]:
         """One blocking batch on the worker thread; its errors surface here unchanged.
 
-        ``seeds`` (one per prompt) only for a backend that ``supports_row_seeds``."""
+        ``seeds`` (one per prompt) only for a backend that ``supports_row_seeds``; ``allowed``
+        (per prompt, the token sequences its answer may be; None: any) only for one that
+        ``supports_allowed_tokens``."""
         if not prompts:
             return []
         loop = asyncio.get_running_loop()
-        if seeds is None:
-            return await loop.run_in_executor(self._executor, self.generate_sync, prompts, sampling)
-        call = functools.partial(self.generate_sync, prompts, sampling, seeds=seeds)
+        kwargs: dict[str, Any] = {}
+        if seeds is not None:
+            kwargs["seeds"] = seeds
+        if allowed is not None:
+            kwargs["allowed"] = allowed
+        call = functools.partial(self.generate_sync, prompts, sampling, **kwargs)
         return await loop.run_in_executor(self._executor, call)
 
     async def aclose(self) -> None:

@@ -26,6 +26,9 @@ from typing import Any
 from ._common import ThreadedPolicy, make_generation, stop_ids, validate_request
 from .interface import Generation, SamplingSettings
 
+#: the token sequences one row's answer may be (a legal-move mask)
+Answers = frozenset[tuple[int, ...]]
+
 
 def _filter_logits(logits: Any, top_k: int, top_p: float) -> Any:
     """Mask (to -inf) the tokens outside top-k and outside the top-p nucleus."""
@@ -61,6 +64,8 @@ class TransformersPolicy(ThreadedPolicy):
     """
 
     supports_row_seeds = True
+    #: ``allowed``: per row, the token sequences its answer may be (legal-move masks)
+    supports_allowed_tokens = True
 
     def __init__(
         self,
@@ -110,16 +115,21 @@ class TransformersPolicy(ThreadedPolicy):
         prompts: list[list[int]],
         sampling: SamplingSettings,
         seeds: list[int] | None = None,
+        allowed: list[Answers | None] | None = None,
     ) -> list[Generation]:
         """Blocking version of :meth:`generate`, for scripts and benchmarks; ``seeds`` gives
-        each row its own sampling stream (``sampling.seed`` is then unused)."""
+        each row its own sampling stream (``sampling.seed`` is then unused); ``allowed`` limits
+        each row's answer to one of those token sequences (None: any), e.g. a game's legal
+        moves each followed by EOS. The logprobs are the model's own (unmasked), as the trainer
+        computes them."""
         import torch
 
         validate_request(prompts, sampling, self.model.config.vocab_size)
-        if seeds is not None and len(seeds) != len(prompts):
-            raise ValueError(
-                f"seeds: {len(seeds)} given for {len(prompts)} prompts; pass one per prompt"
-            )
+        for name, given in (("seeds", seeds), ("allowed", allowed)):
+            if given is not None and len(given) != len(prompts):
+                raise ValueError(
+                    f"{name}: {len(given)} given for {len(prompts)} prompts; pass one per prompt"
+                )
         limit = getattr(self.model.config, "max_position_embeddings", None)
         longest = max((len(p) for p in prompts), default=0)
         if limit is not None and longest + sampling.max_new_tokens > limit:
@@ -140,7 +150,8 @@ class TransformersPolicy(ThreadedPolicy):
                     generator = _row_uniforms(
                         seeds[start : start + self.max_batch_size], sampling.max_new_tokens
                     )
-                ids, lps = self._sample(chunk, sampling, stops, generator)
+                rows = allowed[start : start + self.max_batch_size] if allowed else None
+                ids, lps = self._sample(chunk, sampling, stops, generator, rows)
                 out.extend(
                     make_generation(i, lp, self.tokenizer, stops)
                     for i, lp in zip(ids, lps, strict=True)
@@ -156,6 +167,7 @@ class TransformersPolicy(ThreadedPolicy):
         sampling: SamplingSettings,
         stops: frozenset[int],
         generator: Any,
+        allowed: list[Answers | None] | None = None,
     ) -> tuple[list[list[int]], list[list[float]]]:
         import torch
 
@@ -186,7 +198,19 @@ class TransformersPolicy(ThreadedPolicy):
                         past.reorder_cache(expand)
                         logits, mask, positions = logits[expand], mask[expand], positions[expand]
                         expand = None
-                    nxt, logp = _pick(logits, sampling, generator, len(tokens))
+                    if allowed is not None:  # only the next tokens of an allowed answer
+                        own = _logp(logits, sampling)
+                        so_far = torch.stack(tokens, 1).tolist() if tokens else [[]] * batch
+                        blocked = _disallowed(allowed, so_far, logits)
+                        nxt, _ = _pick(
+                            logits.masked_fill(blocked, float("-inf")),
+                            sampling,
+                            generator,
+                            len(tokens),
+                        )
+                        logp = own
+                    else:
+                        nxt, logp = _pick(logits, sampling, generator, len(tokens))
                     nxt = nxt.masked_fill(done, self.pad_id)
                     tokens.append(nxt)
                     logprobs.append(logp.gather(-1, nxt[:, None]).squeeze(-1))
@@ -233,15 +257,41 @@ def _left_padded(prompts: list[list[int]], pad_id: int, device: Any) -> tuple[An
     return input_ids, mask, positions, expand
 
 
+def _disallowed(allowed: list[Answers | None], so_far: list[list[int]], logits: Any) -> Any:
+    """``[rows, vocab]``: True where the token would leave every allowed answer of the row that
+    starts with what it generated so far (rows with None, or past their answers: nothing)."""
+    import torch
+
+    out = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
+    for row, answers in enumerate(allowed):
+        if not answers:
+            continue
+        done, t = so_far[row], len(so_far[row])
+        nxt = {a[t] for a in answers if len(a) > t and list(a[:t]) == done}
+        if nxt:
+            out[row] = True
+            out[row, sorted(nxt)] = False
+    return out
+
+
+def _logp(logits: Any, sampling: SamplingSettings) -> Any:
+    """The log-probs the next token is drawn from (after temperature, top-k and top-p)."""
+    import torch
+
+    if sampling.temperature == 0:
+        return torch.log_softmax(logits, dim=-1)
+    scaled = _filter_logits(logits / sampling.temperature, sampling.top_k, sampling.top_p)
+    return torch.log_softmax(scaled, dim=-1)
+
+
 def _pick(logits: Any, sampling: SamplingSettings, generator: Any, step: int) -> tuple[Any, Any]:
     """``(next token per row, log-probs it was drawn from)``: greedy at temperature 0, else top-k/p
     sampling from ``generator`` (a torch generator, or per-row uniforms ``[rows, steps]``)."""
     import torch
 
+    logp = _logp(logits, sampling)
     if sampling.temperature == 0:
-        return logits.argmax(dim=-1), torch.log_softmax(logits, dim=-1)
-    scaled = _filter_logits(logits / sampling.temperature, sampling.top_k, sampling.top_p)
-    logp = torch.log_softmax(scaled, dim=-1)
+        return logits.argmax(dim=-1), logp
     if isinstance(generator, torch.Tensor):  # row seeds: inverse CDF
         cdf = logp.exp().cumsum(-1)
         u = generator[:, step, None].to(logits.device) * cdf[:, -1:]

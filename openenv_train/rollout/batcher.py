@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..policy.interface import Generation, Policy, SamplingSettings
 
@@ -64,14 +65,25 @@ class GenerationBatcher:
         self._poke()
 
     async def generate(
-        self, prompt_ids: list[int], sampling: SamplingSettings, seed: int | None = None
+        self,
+        prompt_ids: list[int],
+        sampling: SamplingSettings,
+        seed: int | None = None,
+        allowed: frozenset[tuple[int, ...]] | None = None,
     ) -> Generation:
         """Queue one prompt and wait for its generation (cancellation removes it cleanly).
 
-        ``seed``: this row's own sampling stream (used when the policy ``supports_row_seeds``)."""
+        ``seed``: this row's own sampling stream (used when the policy ``supports_row_seeds``).
+        ``allowed``: the token sequences the answer may be (a legal-move mask; the policy must
+        ``supports_allowed_tokens``)."""
+        if allowed is not None and not getattr(self.policy, "supports_allowed_tokens", False):
+            raise ValueError(
+                f"allowed: {type(self.policy).__name__} cannot limit its answers; use a "
+                "policy that supports_allowed_tokens (TransformersPolicy) or turn the mask off"
+            )
         self._ensure_running()
         fut: asyncio.Future[Generation] = asyncio.get_running_loop().create_future()
-        entry = (prompt_ids, fut, seed)
+        entry = (prompt_ids, fut, seed, allowed)
         self._pending.setdefault(sampling, []).append(entry)
         self._n_pending += 1
         if self._first_at is None:
@@ -149,13 +161,18 @@ class GenerationBatcher:
         if not batch:
             return
         started = time.perf_counter()
-        seeds = [seed for _, _, seed in batch]
+        prompts = [entry[0] for entry in batch]
+        seeds = [entry[2] for entry in batch]
+        masks = [entry[3] for entry in batch]
+        extra: dict[str, Any] = {}
+        if any(m is not None for m in masks):
+            extra["allowed"] = masks
         try:
             if self._row_seeds and all(s is not None for s in seeds):
-                gens = await self.policy.generate([ids for ids, _, _ in batch], sampling, seeds)  # type: ignore[call-arg]
+                gens = await self.policy.generate(prompts, sampling, seeds, **extra)  # type: ignore[call-arg]
             else:
-                gens = await self.policy.generate(
-                    [ids for ids, _, _ in batch], _per_call(sampling, self._seeded)
+                gens = await self.policy.generate(  # type: ignore[call-arg]
+                    prompts, _per_call(sampling, self._seeded), **extra
                 )
             if len(gens) != len(batch):
                 raise RuntimeError(
@@ -163,7 +180,7 @@ class GenerationBatcher:
                     f"{len(batch)} prompts; it must return exactly one per prompt, in order"
                 )
         except Exception as exc:  # the policy failed: every waiting episode sees it
-            for _, fut, _ in batch:
+            for _, fut, *_ in batch:
                 if not fut.done():
                     fut.set_exception(exc)
             return
@@ -173,7 +190,7 @@ class GenerationBatcher:
         self._seeded += sampling.seed is not None
         self.stats.sequences += len(batch)
         self.stats.max_batch = max(self.stats.max_batch, len(batch))
-        for (_, fut, _), gen in zip(batch, gens, strict=True):
+        for (_, fut, *_), gen in zip(batch, gens, strict=True):
             if not fut.done():
                 fut.set_result(gen)
 

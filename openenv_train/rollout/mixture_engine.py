@@ -4,6 +4,11 @@ env, one shared generation batcher, so episodes of every env join the same model
 the records back in the trainer's row order. Every record keeps its env's name
 (``record.metrics["env"]``) and the batch metrics carry per-env means under ``env/<name>/<metric>``:
 rewards stay per env.
+
+A member whose spec holds every seat of a game (``selfplay_seats`` > 1, e.g. OpenSpiel's
+``SeatTextSpec`` with no seat) is played by self-play (``selfplay.SelfPlayRunner``, advantages per
+seat and deal): it is dealt groups a game's seats at a time, and each game's seat ``s`` fills the
+``s``-th group of its deal, so every group is still one seat's games of one start state.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .engine import RolloutEngine
 from .episode import RolloutConfig
 from .episode_runner import summarize
 from .records import EpisodeRecord, RolloutBatch
+from .selfplay import SelfPlayRunner
 from .spec import TextEnvSpec
 
 
@@ -31,6 +37,32 @@ class MixtureMember:
     spec: TextEnvSpec
     servers: Sequence[Any]
     weight: float = 1.0
+
+    @property
+    def seats(self) -> int:
+        """Seats the policy holds in each episode: 1, or a self-play spec's ``selfplay_seats``."""
+        return max(1, int(getattr(self.spec, "selfplay_seats", 1) or 1))
+
+
+def selfplay_runner(
+    member: MixtureMember, policy: Policy, config: RolloutConfig, seed: int
+) -> SelfPlayRunner:
+    """The self-play runner of a many-seat member: one unconnected client per game in flight
+    (each opens its session at its first reset), round-robin over the member's servers."""
+    urls = [getattr(s, "base_url", s) for s in member.servers]
+    if not urls:
+        raise ValueError(f"mixture: env {member.name!r} has no servers")
+    client_cls = member.spec.client_cls
+    clients = [client_cls(urls[i % len(urls)]) for i in range(config.max_concurrency)]
+    return SelfPlayRunner(
+        policy,
+        member.spec,
+        clients,
+        config=config,
+        num_seats=member.seats,
+        advantages="group",
+        seed=seed,
+    )
 
 
 def env_metric(env: str, metric: str) -> str:
@@ -87,15 +119,27 @@ class MixtureEngine:
         seed: int = 0,
     ) -> None:
         check_weights([m.name for m in members], [m.weight for m in members])
+        if len({m.seats for m in members if m.seats > 1}) > 1:
+            raise ValueError(
+                "mixture: self-play envs with different numbers of seats; mix games of one size"
+            )
         self.members = list(members)
         self.policy = policy
         self.seed = seed
-        self.engines = {m.name: RolloutEngine(m.spec, policy, m.servers, config) for m in members}
+        self.engines: dict[str, Any] = {}
+        for m in members:
+            if m.seats > 1:
+                rollout = config or RolloutConfig()
+                self.engines[m.name] = selfplay_runner(m, policy, rollout, seed)
+            else:
+                self.engines[m.name] = RolloutEngine(m.spec, policy, m.servers, config)
         first = next(iter(self.engines.values()))
         self.config = first.config
         self.batcher = first.batcher  # one batcher: every env's episodes join the same calls
         for engine in self.engines.values():
             engine.batcher = self.batcher
+        #: groups dealt at a time: a self-play member's deal is one group per seat
+        self.deal_size = max(m.seats for m in members)
         self.episodes: Counter[str] = Counter()
         self._runs = 0
 
@@ -106,11 +150,19 @@ class MixtureEngine:
         await self.aclose()
 
     def deal(self, groups: int) -> list[str]:
-        """The env of each of the next batch's ``groups`` groups."""
+        """The env of each of the next batch's ``groups`` groups (drawn ``deal_size`` at a time:
+        a self-play member takes one group per seat)."""
+        k = self.deal_size
+        if groups % k:
+            raise ValueError(
+                f"mixture: a self-play env takes {k} groups at a time (one per seat), and this "
+                f"batch has {groups}; make per_device_train_batch_size / num_generations a "
+                f"multiple of {k}"
+            )
         rng = random.Random(f"{self.seed}/{self._runs}")
-        return sample_envs(
-            [m.name for m in self.members], [m.weight for m in self.members], groups, rng
-        )
+        names = [m.name for m in self.members]
+        drawn = sample_envs(names, [m.weight for m in self.members], groups // k, rng)
+        return [name for name in drawn for _ in range(k)]
 
     async def run(self, prompts: Sequence[Any], group_size: int = 1) -> RolloutBatch:
         prompts = list(prompts)
@@ -145,6 +197,8 @@ class MixtureEngine:
                 merged.rows[row] = record
             merged.dropped_groups += [groups[g] for g in batch.dropped_groups]
             merged.errors.update(batch.errors)
+            if isinstance(self.engines[name], SelfPlayRunner):  # per-seat wins, invalid share
+                merged.metrics.update({env_metric(name, k): v for k, v in batch.metrics.items()})
             for key in ("connects", "connect_failures", "sessions_discarded", "open_sessions"):
                 if isinstance(batch.metrics.get(key), (int, float)):
                     merged.metrics[key] = merged.metrics.get(key, 0) + batch.metrics[key]
@@ -165,4 +219,7 @@ class MixtureEngine:
         if self.batcher is not None:
             await self.batcher.aclose()
         for engine in self.engines.values():
-            await engine.pool.aclose()
+            if isinstance(engine, SelfPlayRunner):  # its clients; the batcher is closed above
+                await asyncio.gather(*(c.close() for c in engine.clients), return_exceptions=True)
+            else:
+                await engine.pool.aclose()

@@ -11,6 +11,10 @@ a seed, and each seat's rows of that group form one GRPO group (groups per seat 
 state); with ``advantages="role"`` every game has its own seed and each seat's rows of the whole
 batch form one group: the baseline is that seat's mean return (role-conditioned advantages).
 
+A spec with ``legal_answers(observation)`` (a list of answer strings, or None for no mask) masks
+generation to them: an answer is one of their token sequences followed by EOS (the policy must
+``supports_allowed_tokens``), so no illegal move is ever sampled; the logprobs stay the model's.
+
 An answer that is not a legal move gets the mover the spec's ``invalid_action_reward`` whatever
 the game's outcome; where the spec has a ``fallback_action(observation, rng)`` the game goes on
 with that move in its place (a random legal one), so every seat plays and gets a row; without
@@ -111,7 +115,11 @@ async def play_game(
                 codec.turn_ids([{"role": spec.env_role, "content": spec.render(result)}])
             )
         answer = generate[s] if isinstance(generate, list) else generate
-        gen = await answer(seat_tokens.context(), sampling)
+        allowed = legal_answer_ids(spec, obs, codec.tokenizer)
+        if allowed is None:
+            gen = await answer(seat_tokens.context(), sampling)
+        else:
+            gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
         if not gen.token_ids:
             raise RuntimeError("the policy returned no tokens; it must generate at least one")
         seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
@@ -138,6 +146,19 @@ async def play_game(
         returns[s] = float(spec.invalid_action_reward)
     stop = "invalid" if invalid else "done"
     return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, end=result)
+
+
+def legal_answer_ids(spec: Any, obs: Any, tokenizer: Any) -> frozenset[tuple[int, ...]] | None:
+    """The spec's ``legal_answers(observation)`` as token sequences, each ending in EOS (None:
+    no mask)."""
+    legal = getattr(spec, "legal_answers", None)
+    answers = legal(obs) if legal is not None else None
+    if answers is None:
+        return None
+    if not answers:
+        raise RuntimeError("legal_answers gave no answer to mask generation to")
+    eos = tokenizer.eos_token_id
+    return frozenset(tuple(tokenizer.encode(a, add_special_tokens=False)) + (eos,) for a in answers)
 
 
 def _action(spec: Any, text: str, obs: Any) -> Any:
@@ -239,6 +260,8 @@ class _Task:
     seed: int
     seats: tuple[int, ...]
     batchers: list[GenerationBatcher]
+    #: extra reset arguments (a seat held against the server's built-in opponent)
+    reset: dict[str, Any] = field(default_factory=dict)
 
 
 class SelfPlayRunner:
@@ -252,7 +275,10 @@ class SelfPlayRunner:
     ``opponents`` (a callable giving the past policies, e.g. a checkpoint pool) with
     ``pool_share`` > 0: that share of the groups is played against a past policy drawn from
     it: the live policy in one seat (whose rows are kept), the past one in the others; each seat's
-    rows of such a group come from their own games.
+    rows of such a group come from their own games. ``builtin_share`` of the groups is played
+    the same way against one of the env server's built-in ``builtin_opponents`` (``random``,
+    ``scripted``, ``solver``; drawn per group): the session holds one seat and the server plays
+    the others.
 
     ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
     order they start, decoded seat by seat (:func:`game_turns`); none are decoded without one.
@@ -271,14 +297,17 @@ class SelfPlayRunner:
         reset_kwargs: dict[str, Any] | None = None,
         opponents: Callable[[], list[Policy]] | None = None,
         pool_share: float = 0.0,
+        builtin_share: float = 0.0,
+        builtin_opponents: tuple[str, ...] = ("random",),
         recorder: EpisodeRecorder | None = None,
     ) -> None:
         if advantages not in ADVANTAGES:
             raise ValueError(f"advantages must be one of {ADVANTAGES}, got {advantages!r}")
         if not clients:
             raise ValueError("clients: give at least one open session")
-        if not 0.0 <= pool_share <= 1.0:
-            raise ValueError(f"pool_share must be in [0, 1], got {pool_share}")
+        for name, share in (("pool_share", pool_share), ("builtin_share", builtin_share)):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {share}")
         self.policy = policy
         self.spec = spec
         self.clients = list(clients)
@@ -289,6 +318,10 @@ class SelfPlayRunner:
         self.reset_kwargs = dict(reset_kwargs or {})
         self.opponents = opponents
         self.pool_share = pool_share
+        self.builtin_share = builtin_share
+        if builtin_share and not builtin_opponents:
+            raise ValueError("builtin_opponents: name at least one built-in opponent")
+        self.builtin_opponents = tuple(builtin_opponents)
         self.recorder = recorder  # keeps the first games decoded for the run viewer (evals)
         self.codec = TokenCodec(policy.tokenizer, chat_template=config.chat_template)
         self.batcher = self._batcher(policy)
@@ -327,7 +360,12 @@ class SelfPlayRunner:
         tasks = []
         for u in range(units):
             seed = base + u
-            if past and self._rng.random() < self.pool_share:
+            if self.builtin_share and self._rng.random() < self.builtin_share:
+                for s in range(n):
+                    opponent = self._rng.choice(self.builtin_opponents)
+                    held = {"seat": s, "opponent": opponent}
+                    tasks += [_Task(u, seed, (s,), [live] * n, held) for _ in range(per_unit)]
+            elif past and self._rng.random() < self.pool_share:
                 other = past[self._rng.randrange(len(past))]
                 old = self._past.get(id(other)) or self._past.setdefault(
                     id(other), self._batcher(other)
@@ -361,7 +399,7 @@ class SelfPlayRunner:
                         generate=[b.generate for b in task.batchers],
                         codec=self.codec,
                         config=self.config,
-                        reset_kwargs={**self.reset_kwargs, "seed": task.seed},
+                        reset_kwargs={**self.reset_kwargs, **task.reset, "seed": task.seed},
                     )
                     if slot is not None:
                         slot.put(game_turns(game, self.codec, self.spec))
@@ -409,7 +447,8 @@ class SelfPlayRunner:
         metrics = selfplay_metrics(
             [g for t, g in zip(tasks, played, strict=True) if len(t.seats) == n], n
         )
-        metrics["pool_games"] = sum(len(t.seats) < n for t in tasks)
+        metrics["pool_games"] = sum(len(t.seats) < n and not t.reset for t in tasks)
+        metrics["builtin_games"] = sum(bool(t.reset) for t in tasks)
         return RolloutBatch(rows, group_size, metrics=metrics)
 
     async def aclose(self) -> None:

@@ -47,6 +47,17 @@ class SelfPlaySection(config.StrictModel):
     pool_size: int = Field(4, ge=1)
     #: optimizer steps between snapshots
     pool_every: int = Field(25, ge=1)
+    #: share of GRPO groups played against the env server's built-in opponent (each seat's
+    #: rows from games where the server holds the other seat)
+    builtin_share: float = Field(0.0, ge=0, le=1)
+    #: those opponents, one drawn per group: random, scripted (wins, else avoids a move that
+    #: lets the other win at once) or solver
+    builtin_opponents: list[Literal["random", "scripted", "solver"]] = Field(
+        default_factory=lambda: ["random"], min_length=1
+    )
+    #: answers limited to the legal moves' words in training and evals (no illegal move is
+    #: sampled; the logprobs stay the model's own)
+    mask_illegal: bool = False
     #: concurrent games (sessions)
     concurrency: int = Field(256, ge=1)
 

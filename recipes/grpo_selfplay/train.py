@@ -94,7 +94,15 @@ def evaluate(
     try:
         for opp in cfg.eval.opponents:
             res = asyncio.run(
-                win_draw_loss(policy, game, url, opponent=opp, games=games, seed=seed)
+                win_draw_loss(
+                    policy,
+                    game,
+                    url,
+                    opponent=opp,
+                    games=games,
+                    seed=seed,
+                    mask_illegal=cfg.selfplay.mask_illegal,
+                )
             )
             for seat, m in res.items():
                 for k, v in m.items():
@@ -122,7 +130,7 @@ async def record_selfplay(
     clients = [OpenSpielEnv(url) for _ in range(min(recorder.limit, cfg.selfplay.concurrency))]
     runner = SelfPlayRunner(
         policy,
-        SeatTextSpec(cfg.game.name),
+        SeatTextSpec(cfg.game.name, mask_illegal=cfg.selfplay.mask_illegal),
         clients,
         config=RolloutConfig(
             max_turns=r.max_turns, max_new_tokens=r.max_new_tokens, temperature=0.0
@@ -278,13 +286,15 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             clients = [Batched(urls[i % len(urls)]) for i in range(n)]
             return SelfPlayRunner(
                 TransformersPolicy(model, tokenizer, device=str(model.device)),
-                SeatTextSpec(game),
+                SeatTextSpec(game, mask_illegal=sp.mask_illegal),
                 clients,
                 config=config,
                 advantages=sp.advantages,
                 seed=cfg.seed,
                 opponents=pool.policies if pool is not None else None,
                 pool_share=sp.pool_share,
+                builtin_share=sp.builtin_share,
+                builtin_opponents=tuple(sp.builtin_opponents),
             )
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)

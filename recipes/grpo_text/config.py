@@ -156,6 +156,7 @@ class TextRecipeConfig(config.RunConfig):
         """The member's spec builds, the tiny model's vocabulary covers its texts and it has
         games to warm up on (when asked)."""
         spec = self.make_spec(member)
+        self.check_seats(spec)
         m = self.model
         if m.path is None and not (m.vocabulary or getattr(spec, "vocabulary", ())):
             raise ConfigError(
@@ -168,6 +169,28 @@ class TextRecipeConfig(config.RunConfig):
             raise ConfigError(
                 f"model.warmup_steps: {type(spec).__name__} has no random_episode(rng) to warm "
                 "up on; add one (README: Train GRPO on your own env) or set model.warmup_steps: 0"
+            )
+
+    def check_seats(self, spec: Any) -> None:
+        """A self-play spec (the policy in every seat) plays in a mixture, dealt one group per
+        seat at a time; alone, its recipe is ``grpo_selfplay``."""
+        seats = int(getattr(spec, "selfplay_seats", 1) or 1)
+        if seats < 2:
+            return
+        name = type(spec).__name__
+        if not self.mixture:
+            raise ConfigError(
+                f"env.spec: {name} plays every seat (self-play); train it alone with the "
+                "grpo_selfplay recipe (configs/grpo_selfplay_kuhn_cpu.yaml), or beside other envs "
+                "in env.mixture"
+            )
+        g = self.grpo
+        if (g.per_device_train_batch_size // g.num_generations) % seats:
+            raise ConfigError(
+                f"grpo.per_device_train_batch_size: {name} is dealt {seats} groups at a time (one "
+                f"per seat), so per_device_train_batch_size / num_generations "
+                f"({g.per_device_train_batch_size} / {g.num_generations}) must be a multiple of "
+                f"{seats}"
             )
 
     def check_vocabulary(self, spec: Any, games: int = 32) -> None:

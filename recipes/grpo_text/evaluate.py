@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 COLUMNS = (
     ("mean reward", "mean_reward", "+.3f"),
     ("won (reward > 0)", "win_rate", ".1%"),
+    ("lost (reward < 0)", "loss_rate", ".1%"),
     ("invalid", "invalid", ".1%"),
     ("turns", "turns", ".2f"),
 )
@@ -97,7 +98,7 @@ def per_env(rows: dict[str, dict[str, float]]) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, metrics in rows.items():
         out.update({env_metric(name, k): v for k, v in metrics.items()})
-    for key in ("mean_reward", "win_rate", "invalid", "turns"):
+    for key in ("mean_reward", "win_rate", "loss_rate", "invalid", "turns"):
         values = [m[key] for m in rows.values() if key in m]
         if values:
             out[key] = sum(values) / len(values)
@@ -126,8 +127,21 @@ def evaluate_on_servers(
     recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
     """Greedy play of ``episodes`` games of ``spec`` on the servers at ``urls`` (``recorder``:
-    keep the first ones turn by turn for the run viewer)."""
+    keep the first ones turn by turn for the run viewer). A self-play spec (``selfplay_seats`` >
+    1) is played seat by seat against the server's built-in random opponent: each seat's metrics
+    under ``seat<s>/``, their means under the plain keys."""
     from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
+
+    seats = int(getattr(spec, "selfplay_seats", 1) or 1)
+    if seats > 1:
+        by_seat = [
+            evaluate_on_servers(policy, spec.holding_seat(s), urls, episodes, cfg, recorder)
+            for s in range(seats)
+        ]
+        out = {f"seat{s}/{k}": v for s, m in enumerate(by_seat) for k, v in m.items()}
+        out.update({k: sum(m[k] for m in by_seat) / seats for k in by_seat[0]})
+        out["episodes"] = sum(m["episodes"] for m in by_seat)
+        return out
 
     r = cfg.rollout
     config = RolloutConfig(
@@ -148,6 +162,7 @@ def evaluate_on_servers(
     return {
         "mean_reward": sum(rec.reward for rec in records) / n,
         "win_rate": sum(rec.reward > 0 for rec in records) / n,
+        "loss_rate": sum(rec.reward < 0 for rec in records) / n,
         "invalid": sum(rec.metrics.get("invalid_actions", 0) for rec in records) / n,
         "turns": sum(rec.num_turns for rec in records) / n,
         "episodes": len(records),

@@ -256,10 +256,11 @@ async def win_draw_loss(
     seed: int = 0,
     temperature: float = 0.0,
     concurrency: int = 64,
+    mask_illegal: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Win/draw/loss shares of ``policy`` in each seat against ``opponent``, ``games`` games per
     seat, through the env server at ``base_url`` (one seat held per session). An unreadable
-    answer is a loss."""
+    answer is a loss; with ``mask_illegal`` the policy answers among the legal moves only."""
     from openenv_train.rollout.episode import RolloutConfig
     from openenv_train.rollout.selfplay import SelfPlayRunner
 
@@ -276,7 +277,7 @@ async def win_draw_loss(
             await c.connect()
         runner = SelfPlayRunner(
             policy,
-            SeatTextSpec(spec_game),
+            SeatTextSpec(spec_game, mask_illegal=mask_illegal),
             clients,
             config=config,
             seed=seed + seat * 7_919,

@@ -64,12 +64,30 @@ class SeatTextSpec(SeededTextSpec):
         same_task_per_group: bool = True,
         seat: int | None = None,
         opponent: str = "random",
+        mask_illegal: bool = False,
     ) -> None:
         super().__init__(seed=seed, same_task_per_group=same_task_per_group)
         self.game = game
         self.seat = seat
         self.opponent = opponent
+        #: self-play generation limited to the legal moves' words (``legal_answers``)
+        self.mask_illegal = mask_illegal
         self.vocabulary = VOCABULARIES.get(game, ())
+        #: seats the policy holds per game: both in self-play (no ``seat``), else one
+        self.selfplay_seats = 2 if seat is None else 1
+
+    def holding_seat(self, seat: int, opponent: str = "random") -> SeatTextSpec:
+        """This spec holding ``seat`` against the server's built-in ``opponent`` (a single-agent
+        env: how a self-play env is evaluated seat by seat)."""
+        return SeatTextSpec(
+            self.game, self.seed, self.same_task_per_group, seat, opponent, self.mask_illegal
+        )
+
+    def random_episode(self, rng: random.Random) -> list[tuple[str, str]]:
+        """One game of random moves as chat turns of one seat (the format warm-up's data)."""
+        from .games import load
+
+        return random_turns(load(self.game), self.game, rng)
 
     @property
     def client_cls(self) -> Any:  # type: ignore[override]
@@ -107,6 +125,15 @@ class SeatTextSpec(SeededTextSpec):
         names = [m.lower() for m in observation.moves]
         ids = [str(a) for a in observation.legal_actions]
         return action if move in names or move in ids else None
+
+    def legal_answers(self, observation: Any) -> list[str] | None:
+        """The words of the legal moves when ``mask_illegal`` (self-play masks generation to
+        them), else None."""
+        if not self.mask_illegal:
+            return None
+        moves = list(observation.moves)
+        ids = [int(a) for a in observation.legal_actions]
+        return [answer_word(self.game, m, a) for m, a in zip(moves, ids, strict=True)]
 
     def fallback_action(self, observation: Any, rng: random.Random) -> GameAction:
         """A random legal move, played in place of an illegal answer (the mover is still

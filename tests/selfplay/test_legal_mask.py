@@ -1,0 +1,103 @@
+"""Legal-move masks in generation (no illegal move is ever sampled; the logprobs stay the
+model's own) and GRPO groups played against the server's built-in opponent."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from openspiel_games_env import OpenSpielEnv
+from openspiel_games_env.text_spec import TTT_VOCAB, SeatTextSpec
+
+from openenv_train.policy.interface import SamplingSettings
+from openenv_train.policy.tiny import build_tiny_model
+from openenv_train.policy.transformers_policy import TransformersPolicy
+from openenv_train.rollout.batcher import GenerationBatcher
+from openenv_train.rollout.episode import RolloutConfig
+from openenv_train.rollout.scripted import ScriptedPolicy
+from openenv_train.rollout.selfplay import SelfPlayRunner
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """An untrained tiny model over tic-tac-toe's words: it answers almost anything."""
+    return build_tiny_model(TTT_VOCAB, seed=3)
+
+
+async def test_the_first_token_is_one_of_the_allowed_and_the_logprob_is_the_models(tiny) -> None:
+    model, tok = tiny
+    policy = TransformersPolicy(model, tok)
+    prompt = tok.encode("ttt seat 0 board . . . . . . . . . action:")
+    eos = tok.eos_token_id
+    cell = {tok.convert_tokens_to_ids(w) for w in ("4", "7")}
+    answers = frozenset((c, eos) for c in cell)
+    greedy = SamplingSettings(max_new_tokens=2, temperature=0.0)
+    free, masked = policy.generate_sync([prompt, prompt], greedy, allowed=[None, answers])
+    sampled = policy.generate_sync(
+        [prompt] * 64, SamplingSettings(max_new_tokens=2, seed=0), allowed=[answers] * 64
+    )
+    with pytest.raises(ValueError, match="allowed: 1 given for 2 prompts"):
+        policy.generate_sync([prompt, prompt], greedy, allowed=[answers])
+    with torch.no_grad():
+        own = model(torch.tensor([prompt])).logits[0, -1].log_softmax(-1)
+    assert free.token_ids[0] == int(own.argmax())  # None: the row is not masked
+    assert free.token_ids[0] not in cell  # (so the mask below changes the answer)
+    best = max(cell, key=lambda i: float(own[i]))
+    assert masked.token_ids == [best, eos]  # the whole answer: the cell, then EOS
+    assert math.isclose(masked.logprobs[0], float(own[best]), rel_tol=1e-4)
+    assert {tuple(g.token_ids) for g in sampled} == answers  # sampled among the allowed only
+    await policy.aclose()
+
+
+async def test_a_policy_that_cannot_mask_is_refused_by_name(tiny) -> None:
+    _, tok = tiny
+    batcher = GenerationBatcher(ScriptedPolicy(tok, lambda _t: "4"))
+    with pytest.raises(ValueError, match="ScriptedPolicy cannot limit its answers"):
+        await batcher.generate([1, 2], SamplingSettings(), allowed=frozenset({(5,)}))
+    await batcher.aclose()
+
+
+async def _games(url: str, tiny, **kw) -> tuple[SelfPlayRunner, list]:
+    model, tok = tiny
+    policy = TransformersPolicy(model, tok)
+    spec = SeatTextSpec("tic_tac_toe", mask_illegal=kw.pop("mask_illegal", False))
+    clients = [OpenSpielEnv(url) for _ in range(16)]
+    runner = SelfPlayRunner(policy, spec, clients, config=RolloutConfig(max_turns=5), **kw)
+    return runner, policy
+
+
+async def test_masked_selfplay_never_plays_an_illegal_move(ttt, tiny) -> None:
+    results = {}
+    for mask in (False, True):
+        runner, policy = await _games(ttt.url, tiny, mask_illegal=mask, seed=1)
+        try:
+            games = await runner.play(32)
+        finally:
+            await runner.aclose()
+            await policy.aclose()
+        results[mask] = games
+    unmasked_invalid = sum(g.stop == "invalid" for g in results[False])
+    assert unmasked_invalid >= 8  # the untrained model answers illegal cells without the mask
+    assert all(g.stop == "done" for g in results[True])
+    assert all(sum(g.returns) == 0 for g in results[True])  # finished, zero-sum games
+
+
+async def test_builtin_share_plays_each_seat_against_the_server(ttt, tiny) -> None:
+    runner, policy = await _games(
+        ttt.url, tiny, mask_illegal=True, builtin_share=1.0, builtin_opponents=("scripted",)
+    )
+    try:
+        batch = await runner.run(["p"] * 32, 4)  # 4 deals x 4 games per seat, all vs scripted
+    finally:
+        await runner.aclose()
+        await policy.aclose()
+    assert batch.metrics["builtin_games"] == 32 and batch.metrics["pool_games"] == 0
+    rows = batch.records
+    assert [r.metrics["seat"] for r in rows] == ([0] * 4 + [1] * 4) * 4
+    for game, task_seat in zip(runner.last_games, [0] * 4 + [1] * 4, strict=False):
+        # the session held one seat: only that seat has a record; the server moved the other
+        assert game.seats[task_seat].tokens is not None
+        assert game.seats[1 - task_seat].tokens is None
+    # the scripted opponent wins or blocks: an untrained model in either seat mostly loses
+    assert sum(r.reward < 0 for r in rows) > sum(r.reward > 0 for r in rows)
