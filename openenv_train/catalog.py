@@ -25,6 +25,8 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -121,14 +123,37 @@ def _load(path: str, what: str) -> Any:
         ) from err
 
 
+#: what the last scans of the installed packages found, by what was scanned and ``sys.path``:
+#: one scan reads every distribution's metadata (seconds of CPU with a few hundred packages), and
+#: a run looks envs up many times. ``reset_discovery`` forgets them.
+_SCANNED: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+
+def _scanned(kind: str, scan: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``scan()``'s result, scanned once per ``kind`` and ``sys.path`` (a copy: callers may
+    change it). A scan that raises is not kept."""
+    key = (kind, tuple(sys.path))
+    if key not in _SCANNED:
+        _SCANNED[key] = scan()
+    return dict(_SCANNED[key])
+
+
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return _scanned("envs", _scan_entry_points)
+
+
+def _families() -> dict[str, EnvFamily]:
+    return _scanned("families", _scan_families)
+
+
+def _scan_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
     found: dict[str, importlib.metadata.EntryPoint] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)  # first wins, as importlib orders distributions
     return found
 
 
-def _families() -> dict[str, EnvFamily]:
+def _scan_families() -> dict[str, EnvFamily]:
     found: dict[str, EnvFamily] = {}
     for ep in importlib.metadata.entry_points(group=FAMILY_ENTRY_POINT_GROUP):
         if ep.name in found:
@@ -220,9 +245,40 @@ def installed_version(*distributions: str) -> str:
 
 
 def reset_discovery() -> None:
-    """Forget the import system's view of installed packages, so an env package installed since
-    this process started (``pip install`` from a notebook) is found by the next lookup."""
+    """Forget the import system's view of installed packages and our scans of them, so an env
+    package installed since this process started (``pip install`` from a notebook) is found by
+    the next lookup."""
     importlib.invalidate_caches()
+    _SCANNED.clear()
+
+
+def _package(path: str) -> str:
+    """The top-level package of ``module.path:attribute``."""
+    return path.partition(":")[0].partition(".")[0]
+
+
+def name_of_app(app: str) -> str | None:
+    """The name of the installed env whose ``app`` is ``app`` (``blackjack_env.server.app:app``
+    -> ``blackjack``), else None. Only the entries registered by the app's own top-level package
+    are loaded: a lookup does not import every env package."""
+    package = _package(app)
+    for name, ep in sorted(_entry_points().items()):
+        if _package(ep.value) == package:
+            try:
+                if _loaded(ep).app == app:
+                    return name
+            except BrokenEnvEntryError:
+                continue
+    for prefix, family in sorted(_families().items()):
+        if _package(family.entry_path) != package:
+            continue
+        for member in family.members():
+            try:
+                if family.entry(member).app == app:
+                    return f"{prefix}/{member}"
+            except BrokenEnvEntryError:
+                continue
+    return None
 
 
 def get_entry(name: str) -> EnvEntry:

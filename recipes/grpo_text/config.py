@@ -92,14 +92,11 @@ class Member:
 def env_label(app: str) -> str:
     """A short name of a single env: the catalog name of its app (``blackjack``), else from its
     app path (``openenv_train.recipes.grpo_text.countdown:app`` -> ``countdown``)."""
-    from openenv_train.catalog import BrokenEnvEntryError, env_names, get_entry
+    from openenv_train.catalog import name_of_app
 
-    for name in env_names():
-        try:
-            if get_entry(name).app == app:
-                return name
-        except BrokenEnvEntryError:
-            continue
+    found = name_of_app(app)
+    if found is not None:
+        return found
     parts = app.split(":")[0].split(".")
     return parts[-1] if parts[-1] not in ("app", "server") else parts[0]
 

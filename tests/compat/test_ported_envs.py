@@ -104,8 +104,8 @@ def test_maze_trains_on_one_session_servers(tmp_path: Path) -> None:
     run starts as many servers as it plays episodes at once (``env.num_servers`` =
     ``rollout.max_concurrency``); the pool gives each server one session and reuses it.
     (``maze_task_app``: the ported env and app settings on a 2x2 maze a few turns can solve.)"""
-    env = {"app": "maze_task_app:app", "spec": "ported_specs:MazeSpec", "num_servers": 4}
-    train = train_ported(tmp_path, "maze", env, rollout={"max_concurrency": 4})
+    env = {"app": "maze_task_app:app", "spec": "ported_specs:MazeSpec", "num_servers": 2}
+    train = train_ported(tmp_path, "maze", env, rollout={"max_concurrency": 2})
     assert max(r["reward_std"] for r in train) > 0, "every episode scored alike: nothing to learn"
 
 

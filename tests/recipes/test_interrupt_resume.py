@@ -26,10 +26,10 @@ def test_ctrl_c_saves_the_work_and_resume_continues_the_steps(tmp_path: Path) ->
 recipe: grpo_text
 name: stopped
 output_dir: {tmp_path / "runs"}
-model: {{warmup_steps: 40, warmup_batch_size: 32}}
+model: {{warmup_steps: 10, warmup_batch_size: 16}}
 rollout: {{max_turns: 10, max_new_tokens: 2}}
-grpo: {{max_steps: 10000, per_device_train_batch_size: 32, logging_steps: 1}}
-eval: {{every: 2, episodes: 32, periodic_episodes: 32}}
+grpo: {{max_steps: 10000, per_device_train_batch_size: 16, logging_steps: 1}}
+eval: {{every: 2, episodes: 8, periodic_episodes: 8}}
 """
     )
     run = tmp_path / "runs" / "stopped"

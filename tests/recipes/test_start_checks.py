@@ -4,6 +4,7 @@ key and the fix, and leaves no run folder behind."""
 from __future__ import annotations
 
 import importlib.util
+import signal
 from pathlib import Path
 
 import pytest
@@ -130,20 +131,39 @@ def test_servers_are_reached_at_start_not_at_load(tmp_path: Path) -> None:
         start_checks(mixture)
 
 
-def test_a_failed_start_prints_one_line_and_leaves_no_run_folder(tmp_path: Path) -> None:
-    cases = {
-        "report_to: tensorbord\n": "report_to: unknown backend 'tensorbord'",
-        "env: {app: 'blackjak_env.server.app:app'}\n": "env.app: no module named 'blackjak_env'",
-    }
-    for body, said in cases.items():
+def test_a_failed_start_prints_one_line_and_leaves_no_run_folder(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script in a subprocess for one mistake (its exit status, its stderr whole);
+    the same ``main`` in this process for the other (a process start is the same each time)."""
+    from openenv_train.cli.main import main
+
+    def bad_config(body: str) -> Path:
         cfg = tmp_path / "bad.yaml"
         cfg.write_text(
             f"recipe: grpo_blackjack\nname: bad\noutput_dir: {tmp_path / 'runs'}\n{body}"
         )
-        proc = run_cli(["train", str(cfg)], cwd=tmp_path, timeout=120)
-        assert proc.returncode == 2, proc.stderr[-2000:]
-        assert said in proc.stderr and "Traceback" not in proc.stderr
-        assert not (tmp_path / "runs").exists()
+        return cfg
+
+    proc = run_cli(["train", str(bad_config("report_to: tensorbord\n"))], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "report_to: unknown backend 'tensorbord'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+    cfg = bad_config("env: {app: 'blackjak_env.server.app:app'}\n")
+    monkeypatch.chdir(tmp_path)  # where the console script ran
+    stop_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    capfd.readouterr()
+    try:
+        code = main(["train", str(cfg)])  # an exception escaping it fails the test
+    finally:
+        for sig, handler in stop_handlers.items():  # main() makes them raise KeyboardInterrupt
+            signal.signal(sig, handler)
+    err = capfd.readouterr().err  # file descriptor 2: logging handlers' writes too
+    assert code == 2, err[-2000:]
+    assert "env.app: no module named 'blackjak_env'" in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_start_that_fails_after_the_checks_removes_its_run_folder(tmp_path: Path) -> None:

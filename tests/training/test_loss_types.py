@@ -1,8 +1,14 @@
 """Every TRL GRPO loss and importance-sampling level, set through our config, trains 3 steps
-composed with our off-policy correction (``rollout.max_staleness`` 1) on real BlackJack servers."""
+composed with our off-policy correction (``rollout.max_staleness`` 1) on real BlackJack servers.
+
+The loss and its correction run in the trainer, whichever producer plays the batches ahead: the
+config's own loss (dapo) plays them in the recipe's child process (``overlap="process"``), the
+others on the rollout loop's thread (``overlap="thread"``: the same rows, policy versions and
+sampling logprobs, without a fresh interpreter importing torch for each case)."""
 
 from __future__ import annotations
 
+import copy
 import math
 import typing
 from pathlib import Path
@@ -17,6 +23,28 @@ CONFIG = Path(__file__).resolve().parents[2] / "configs" / "grpo_blackjack_cpu.y
 # sequence level: the two levels go through the same config key
 CASES = [(loss, "sequence" if loss == "luspo" else "token") for loss in typing.get_args(LossType)]
 CASES += [("grpo", "sequence"), ("sapo", "sequence")]
+RECIPE_CASE = ("dapo", "token")  # configs/grpo_blackjack_cpu.yaml's loss: the recipe's producer
+
+
+@pytest.fixture(scope="module")
+def warmed_once():
+    """The tiny Llama after the quick format warm-up (both seeded): paid once per module."""
+    from blackjack_env.text_spec import VOCABULARY, random_episode
+
+    from openenv_train.policy.tiny import build_tiny_model
+    from openenv_train.training import quick_format_warmup
+
+    torch.set_num_threads(1)
+    model, tok = build_tiny_model(VOCABULARY)
+    quick_format_warmup(model, tok, random_episode)
+    return model, tok
+
+
+@pytest.fixture()
+def warmed(warmed_once):
+    """Each test trains its own copy of the warmed-up model and tokenizer (conftest's ``warmed``
+    builds and warms the same seeded model again for every test)."""
+    return copy.deepcopy(warmed_once)
 
 
 def test_the_config_offers_every_loss_the_installed_trl_has() -> None:
@@ -73,7 +101,10 @@ def test_each_loss_trains_3_steps_with_the_off_policy_correction(
     assert args.vllm_importance_sampling_correction  # the off-policy correction is on
     model, tok = warmed
     before = [p.detach().clone() for p in model.parameters()]
-    f = make_rollout_func(BlackjackTextSpec(seed=3), blackjack_servers, max_staleness=1)
+    overlap = "process" if (loss_type, level) == RECIPE_CASE else "thread"
+    f = make_rollout_func(
+        BlackjackTextSpec(seed=3), blackjack_servers, max_staleness=1, overlap=overlap
+    )
     try:
         trainer = trainer_class(cfg)(
             model=model,
@@ -84,9 +115,11 @@ def test_each_loss_trains_3_steps_with_the_off_policy_correction(
             rollout_func=f,
         )
         trainer.train()
+        staleness = list(f.stats.staleness)
     finally:
         f.close()
     assert trainer.state.global_step == 3
+    assert staleness == [0, 1, 1], staleness  # whichever producer: the 2nd and 3rd are behind
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 3 and all(math.isfinite(x) for x in losses), losses
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
