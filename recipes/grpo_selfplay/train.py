@@ -160,7 +160,8 @@ def eval_spec(cfg: RecipeConfig, greedy: Any) -> EvalSpec:
         greedy,
         score_key="neg_nash_conv" if ev.nash_conv else "mean_return",
         columns=columns(cfg),
-        table_title=f"{{}} ({game}: exact NashConv, {ev.games} greedy games per seat and opponent)",
+        table_title=f"{{}} ({game}: {'exact NashConv, ' if ev.nash_conv else ''}{ev.games} "
+        "greedy games per seat and opponent)",
         line=("NashConv {nash_conv:.3f}, " if ev.nash_conv else "")
         + "mean return vs built-ins {mean_return:+.3f}",
         status={"ret": "mean_return", **({"nashconv": "nash_conv"} if ev.nash_conv else {})},
