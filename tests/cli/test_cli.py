@@ -33,16 +33,17 @@ def _run(
 
 
 def test_train_tiny_config_end_to_end(tmp_path: Path) -> None:
+    # the path, not learning: a warm-up step or two and a few eval hands write every record
     cfg = tmp_path / "tiny.yaml"
     cfg.write_text(
         f"""
 recipe: grpo_blackjack
 name: cli_tiny
 output_dir: {tmp_path / "runs"}
-model: {{warmup_steps: 20, warmup_batch_size: 16}}
+model: {{warmup_steps: 2, warmup_batch_size: 16}}
 env: {{num_servers: 1}}
 grpo: {{max_steps: 2, per_device_train_batch_size: 16, num_generations: 4, logging_steps: 1}}
-eval: {{hands: 200, every: 1, periodic_hands: 50}}
+eval: {{hands: 20, every: 1, periodic_hands: 20}}
 """
     )
     proc = _run(
@@ -60,7 +61,7 @@ eval: {{hands: 200, every: 1, periodic_hands: 50}}
     assert (run / "model" / "config.json").is_file() and (
         run / "model" / "tokenizer.json"
     ).is_file()
-    ev = _run(["eval", str(run / "model"), "--hands", "200"])
+    ev = _run(["eval", str(run / "model"), "--hands", "20"])
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert "basic strategy" in ev.stdout
 
