@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..policy.interface import Policy
-from .engine import RolloutEngine
+from .engine import RolloutEngine, base_urls_of
 from .episode import RolloutConfig
 from .episode_runner import summarize
 from .records import EpisodeRecord, RolloutBatch
-from .selfplay import SelfPlayRunner
+from .selfplay import SelfPlayRunner, seats_of
 from .spec import TextEnvSpec
 
 
@@ -41,7 +41,7 @@ class MixtureMember:
     @property
     def seats(self) -> int:
         """Seats the policy holds in each episode: 1, or a self-play spec's ``selfplay_seats``."""
-        return max(1, int(getattr(self.spec, "selfplay_seats", 1) or 1))
+        return seats_of(self.spec)
 
 
 def selfplay_runner(
@@ -49,7 +49,7 @@ def selfplay_runner(
 ) -> SelfPlayRunner:
     """The self-play runner of a many-seat member: one unconnected client per game in flight
     (each opens its session at its first reset), round-robin over the member's servers."""
-    urls = [getattr(s, "base_url", s) for s in member.servers]
+    urls = base_urls_of(member.servers)
     if not urls:
         raise ValueError(f"mixture: env {member.name!r} has no servers")
     client_cls = member.spec.client_cls
@@ -129,8 +129,7 @@ class MixtureEngine:
         self.engines: dict[str, Any] = {}
         for m in members:
             if m.seats > 1:
-                rollout = config or RolloutConfig()
-                self.engines[m.name] = selfplay_runner(m, policy, rollout, seed)
+                self.engines[m.name] = selfplay_runner(m, policy, config or RolloutConfig(), seed)
             else:
                 self.engines[m.name] = RolloutEngine(m.spec, policy, m.servers, config)
         first = next(iter(self.engines.values()))
@@ -216,10 +215,7 @@ class MixtureEngine:
         return merged
 
     async def aclose(self) -> None:
-        if self.batcher is not None:
-            await self.batcher.aclose()
+        """Close every env's engine: its sessions and the shared batcher (closing it twice is a
+        no-op)."""
         for engine in self.engines.values():
-            if isinstance(engine, SelfPlayRunner):  # its clients; the batcher is closed above
-                await asyncio.gather(*(c.close() for c in engine.clients), return_exceptions=True)
-            else:
-                await engine.pool.aclose()
+            await engine.aclose()

@@ -148,6 +148,12 @@ async def play_game(
     return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, end=result)
 
 
+def seats_of(spec: Any) -> int:
+    """The seats one policy holds in each episode of ``spec``: its ``selfplay_seats`` (a spec
+    that plays every seat of a game), else 1."""
+    return max(1, int(getattr(spec, "selfplay_seats", 1) or 1))
+
+
 def legal_answer_ids(spec: Any, obs: Any, tokenizer: Any) -> frozenset[tuple[int, ...]] | None:
     """The spec's ``legal_answers(observation)`` as token sequences, each ending in EOS (None:
     no mask)."""

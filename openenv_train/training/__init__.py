@@ -9,8 +9,8 @@ servers) and ``model``.
 
 Importing this package needs the ``train`` extra (torch, transformers, trl).
 
-The names below are imported on first use (PEP 562): a config check, ``openenv-train eval`` or a
-config error exits without importing torch, transformers and TRL.
+The names below are imported on first use (PEP 562): a config check or a config error exits
+without importing torch, transformers and TRL.
 """
 
 from __future__ import annotations

@@ -171,7 +171,9 @@ class TextRecipeConfig(config.RunConfig):
     def check_seats(self, spec: Any) -> None:
         """A self-play spec (the policy in every seat) plays in a mixture, dealt one group per
         seat at a time; alone, its recipe is ``grpo_selfplay``."""
-        seats = int(getattr(spec, "selfplay_seats", 1) or 1)
+        from openenv_train.rollout.selfplay import seats_of
+
+        seats = seats_of(spec)
         if seats < 2:
             return
         name = type(spec).__name__

@@ -131,8 +131,9 @@ def evaluate_on_servers(
     1) is played seat by seat against the server's built-in random opponent: each seat's metrics
     under ``seat<s>/``, their means under the plain keys."""
     from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
+    from openenv_train.rollout.selfplay import seats_of
 
-    seats = int(getattr(spec, "selfplay_seats", 1) or 1)
+    seats = seats_of(spec)
     if seats > 1:
         by_seat = [
             evaluate_on_servers(policy, spec.holding_seat(s), urls, episodes, cfg, recorder)
