@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -295,18 +294,35 @@ class SlowTools(MCPEnvironment):
         SlowTools.log.append("close")
 
 
+class CountingLock(asyncio.Lock):
+    """A session lock that counts who asked for it: a test waits on that, not on a sleep."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests = 0
+
+    async def acquire(self) -> bool:
+        self.requests += 1
+        return await super().acquire()
+
+
 def test_http_session_close_waits_for_its_calls_and_later_calls_see_it_closed(serve_app):
     """``openenv/session/close`` over HTTP ran ``env.close()`` under a ``tools/call`` still running
     on that session (and a call queued behind it then ran on the closed env)."""
     SlowTools.log = []
-    s = serve_app(create_app(SlowTools, CallToolAction, CallToolObservation))
+    app = create_app(SlowTools, CallToolAction, CallToolObservation)
+    s = serve_app(app)
     sid = post(s, "openenv/session/create")["result"]["session_id"]
+    lock = app.sessions.get(sid).lock = CountingLock()  # shows when the close waits its turn
     call = {"name": "wait", "arguments": {"seconds": 0.6}, "session_id": sid}
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(post, s, "tools/call", call)
         wait_until(lambda: SlowTools.log == ["call start"], timeout=5, what="the call to start")
         closing = pool.submit(post, s, "openenv/session/close", {"session_id": sid})
-        time.sleep(0.1)  # the close is waiting on the session now (or, before the fix, done)
+        # the close is queued on the session behind the call (or, before the fix, done)
+        wait_until(
+            lambda: lock.requests == 2 or closing.done(), timeout=5, what="the close to queue"
+        )
         late = post(s, "tools/call", {**call, "arguments": {"seconds": 0}})
         assert first.result()["result"]["data"] == "done"
         assert closing.result()["result"] == {"session_id": sid, "closed": True}
