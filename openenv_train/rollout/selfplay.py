@@ -266,7 +266,7 @@ class _Task:
     seed: int
     seats: tuple[int, ...]
     batchers: list[GenerationBatcher]
-    #: extra reset arguments (a seat held against the server's built-in opponent)
+    #: extra reset arguments (a seat held against the server's built-in opponent, openings)
     reset: dict[str, Any] = field(default_factory=dict)
 
 
@@ -285,6 +285,11 @@ class SelfPlayRunner:
     the same way against one of the env server's built-in ``builtin_opponents`` (``random``,
     ``scripted``, ``solver``; drawn per group): the session holds one seat and the server plays
     the others.
+
+    ``openings`` > 0: each group's games start after a random number (0 to ``openings``) of
+    random moves, the same for the group (the env's ``reset(openings=k)`` draws them from the
+    seed): its answers are compared from positions all through the game, not only the first.
+    The evals (:meth:`play`) start from the game's own start.
 
     ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
     order they start, decoded seat by seat (:func:`game_turns`); none are decoded without one.
@@ -305,6 +310,7 @@ class SelfPlayRunner:
         pool_share: float = 0.0,
         builtin_share: float = 0.0,
         builtin_opponents: tuple[str, ...] = ("random",),
+        openings: int = 0,
         recorder: EpisodeRecorder | None = None,
     ) -> None:
         if advantages not in ADVANTAGES:
@@ -328,6 +334,9 @@ class SelfPlayRunner:
         if builtin_share and not builtin_opponents:
             raise ValueError("builtin_opponents: name at least one built-in opponent")
         self.builtin_opponents = tuple(builtin_opponents)
+        if openings < 0:
+            raise ValueError(f"openings must be >= 0, got {openings}")
+        self.openings = openings
         self.recorder = recorder  # keeps the first games decoded for the run viewer (evals)
         self.codec = TokenCodec(policy.tokenizer, chat_template=config.chat_template)
         self.batcher = self._batcher(policy)
@@ -366,10 +375,11 @@ class SelfPlayRunner:
         tasks = []
         for u in range(units):
             seed = base + u
+            start = {"openings": self._rng.randint(0, self.openings)} if self.openings else {}
             if self.builtin_share and self._rng.random() < self.builtin_share:
                 for s in range(n):
                     opponent = self._rng.choice(self.builtin_opponents)
-                    held = {"seat": s, "opponent": opponent}
+                    held = {**start, "seat": s, "opponent": opponent}
                     tasks += [_Task(u, seed, (s,), [live] * n, held) for _ in range(per_unit)]
             elif past and self._rng.random() < self.pool_share:
                 other = past[self._rng.randrange(len(past))]
@@ -378,9 +388,10 @@ class SelfPlayRunner:
                 )
                 for s in range(n):
                     batchers = [live if k == s else old for k in range(n)]
-                    tasks += [_Task(u, seed, (s,), batchers) for _ in range(per_unit)]
+                    tasks += [_Task(u, seed, (s,), batchers, start) for _ in range(per_unit)]
             else:
-                tasks += [_Task(u, seed, tuple(range(n)), [live] * n) for _ in range(per_unit)]
+                every = tuple(range(n))
+                tasks += [_Task(u, seed, every, [live] * n, start) for _ in range(per_unit)]
         return tasks
 
     async def play_tasks(self, tasks: list[_Task]) -> list[SelfPlayGame]:
@@ -453,8 +464,11 @@ class SelfPlayRunner:
         metrics = selfplay_metrics(
             [g for t, g in zip(tasks, played, strict=True) if len(t.seats) == n], n
         )
-        metrics["pool_games"] = sum(len(t.seats) < n and not t.reset for t in tasks)
-        metrics["builtin_games"] = sum(bool(t.reset) for t in tasks)
+        builtin = ["opponent" in t.reset for t in tasks]
+        metrics["pool_games"] = sum(
+            len(t.seats) < n and not b for t, b in zip(tasks, builtin, strict=True)
+        )
+        metrics["builtin_games"] = sum(builtin)
         return RolloutBatch(rows, group_size, metrics=metrics)
 
     async def aclose(self) -> None:

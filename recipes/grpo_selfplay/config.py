@@ -55,6 +55,9 @@ class SelfPlaySection(config.StrictModel):
     builtin_opponents: list[Literal["random", "scripted", "solver"]] = Field(
         default_factory=lambda: ["random"], min_length=1
     )
+    #: training games start after 0..openings random moves (drawn per group; the evals start
+    #: from the empty board): groups compare answers from positions all through the game
+    openings: int = Field(0, ge=0, le=1000)
     #: answers limited to the legal moves' words in training and evals (no illegal move is
     #: sampled; the logprobs stay the model's own)
     mask_illegal: bool = False

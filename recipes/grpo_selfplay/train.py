@@ -296,6 +296,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 pool_share=sp.pool_share,
                 builtin_share=sp.builtin_share,
                 builtin_opponents=tuple(sp.builtin_opponents),
+                openings=sp.openings,
             )
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)

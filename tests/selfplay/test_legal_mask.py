@@ -101,3 +101,35 @@ async def test_builtin_share_plays_each_seat_against_the_server(ttt, tiny) -> No
         assert game.seats[1 - task_seat].tokens is None
     # the scripted opponent wins or blocks: an untrained model in either seat mostly loses
     assert sum(r.reward < 0 for r in rows) > sum(r.reward > 0 for r in rows)
+
+
+async def test_openings_give_each_group_its_own_start_and_evals_the_empty_board(ttt, tiny) -> None:
+    runner, policy = await _games(
+        ttt.url, tiny, mask_illegal=True, openings=4, builtin_share=0.5, seed=2
+    )
+    try:
+        await runner.run(["p"] * 64, 4)  # 8 deals x 4 games per seat
+        trained = runner.last_games
+        evals = await runner.play(8)
+    finally:
+        await runner.aclose()
+        await policy.aclose()
+    tok = tiny[1]
+
+    def first_view(game, seat: int) -> str:
+        return tok.decode(game.seats[seat].tokens.prompt_ids)
+
+    held: dict[tuple[int, int], set[str]] = {}  # (seed, seat) -> first views vs the server
+    for g in trained:
+        assert g.stop == "done"
+        seats = [s for s in (0, 1) if g.seats[s].tokens is not None]
+        if len(seats) == 1:  # a seat against the built-in opponent (seeded: it moves the same)
+            held.setdefault((g.seed, seats[0]), set()).add(first_view(g, seats[0]))
+        else:  # self-play: both seats moved
+            assert seats == [0, 1]
+    assert held and all(len(views) == 1 for views in held.values())  # one start per group
+    starts = [view for views in held.values() for view in views]
+    empty = tok.decode(evals[0].seats[0].tokens.prompt_ids)
+    assert all(tok.decode(g.seats[0].tokens.prompt_ids) == empty for g in evals)
+    assert "board . . . . . . . . . action:" in empty  # the evals start from the empty board
+    assert len(set(starts)) >= 4 and any(view.count("x") >= 2 for view in starts)

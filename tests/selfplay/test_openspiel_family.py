@@ -55,6 +55,37 @@ def test_a_seed_replays_chance_and_opponents_exactly() -> None:
     assert obs.done and replay.state.history == a.state.history
 
 
+def test_openings_start_a_seed_s_games_from_one_random_position() -> None:
+    env = OpenSpielEnvironment("tic_tac_toe")
+    starts = {}
+    for seed in range(6):
+        obs = env.reset(seed=seed, seat=1, opponent="scripted", openings=3)
+        assert env.state.openings == 3 and obs.current_player == 1 and not obs.done
+        assert len(env.state.history) == 3  # x, o, x at random, then o (the held seat) moves
+        starts[seed] = obs.text
+        again = env.reset(seed=seed, seat=1, opponent="scripted", openings=3)
+        assert again.text == obs.text  # the seed's games share the start
+    assert len(set(starts.values())) > 1  # seeds draw different starts
+    # never a finished game, nor one the next mover could end at once: both seats still move
+    for seed in range(20):
+        obs = env.reset(seed=seed, openings=1_000)
+        assert not obs.done and len(env.state.history) >= 4
+        for move in obs.moves:
+            after = env.reset(seed=seed, openings=1_000, moves=[move])
+            assert not after.done, (obs.text, move)
+    # a stateless replay takes the openings back
+    obs = env.reset(seed=4, seat=0, opponent="random", openings=2)
+    first = obs.moves[0]
+    after = env.step(GameAction(move=first))
+    replay = OpenSpielEnvironment("tic_tac_toe")
+    replayed = replay.step(
+        GameAction(move=first), seed=4, seat=0, opponent="random", openings=2, moves=[]
+    )
+    assert replayed.text == after.text and replay.state.history == env.state.history
+    with pytest.raises(ValueError, match="openings must be an integer 0..1000"):
+        env.reset(seed=0, openings=-1)
+
+
 def test_scripted_takes_a_win_and_blocks_a_loss() -> None:
     game = load("tic_tac_toe")
     scripted = make_opponent("scripted", "tic_tac_toe", game, random.Random(0))

@@ -40,5 +40,7 @@ class GameState(SeatState):
     game: str = ""
     seed: int | None = None
     opponent: str | None = None
+    #: random moves played before the seats took over (``reset(openings=k)``)
+    openings: int = 0
     done: bool = False
     history: list[int] = Field(default_factory=list)

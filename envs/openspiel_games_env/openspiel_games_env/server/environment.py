@@ -7,6 +7,11 @@ episode's seeded generator and the built-in opponents draw from it too, so ``(se
 opponent, the client's moves)`` replays a game exactly: stateless HTTP ``/reset`` and ``/step``
 take them back (``moves=[...]``) where every request gets a fresh env.
 
+``openings=k`` starts the game after ``k`` random moves (drawn from the seeded generator, both
+seats' alike; fewer where no move is left that keeps the game open and leaves the next mover no
+move that ends it, so every seat still moves): exploring starts, so training sees positions
+from all through the game and not only the empty board, and the games of one seed share it.
+
 An illegal move ends the game: the mover gets the game's lowest utility, the others 0
 (``invalid_move``), the way a model's unreadable answer is scored in training.
 """
@@ -26,6 +31,7 @@ from ..models import GameAction, GameObservation, GameState
 from ..opponents import make_opponent
 
 MAX_REPLAY_MOVES = 10_000
+MAX_OPENINGS = 1_000
 
 
 class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
@@ -63,11 +69,17 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
         seat: int | None = None,
         opponent: str = "random",
         moves: list[str] | None = None,
+        openings: int = 0,
     ) -> GameObservation:
         """Start a game. ``seat``: hold that seat only (the others play as ``opponent``);
-        ``moves``: replay the client's earlier moves of this seeded game first."""
+        ``moves``: replay the client's earlier moves of this seeded game first; ``openings``:
+        random moves played before anyone holds a move (see the module docstring)."""
         n = self.game.num_players()
         check_seat_reset(seed, seat, moves, num_players=n, max_moves=MAX_REPLAY_MOVES)
+        if isinstance(openings, bool) or not isinstance(openings, int):
+            raise ValueError(f"openings must be an integer 0..{MAX_OPENINGS}, got {openings!r}")
+        if not 0 <= openings <= MAX_OPENINGS:
+            raise ValueError(f"openings must be an integer 0..{MAX_OPENINGS}, got {openings}")
         seed = self._seeds.randrange(2**31) if seed is None else seed
         self._rng = random.Random(seed)
         self._opponent = (
@@ -82,7 +94,9 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
             num_players=n,
             held_seat=seat,
             opponent=None if seat is None else opponent,
+            openings=openings,
         )
+        self._open(openings)
         self._advance()
         for k, move in enumerate(moves or []):
             if self._spiel.is_terminal():
@@ -99,12 +113,13 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
         seat: int | None = None,
         opponent: str = "random",
         moves: list[str] | None = None,
+        openings: int = 0,
         **kwargs: Any,
     ) -> GameObservation:
         """One move for the seat to move. With ``moves`` (stateless HTTP), the game is first
-        replayed from ``seed``, ``seat``, ``opponent`` and those moves."""
+        replayed from ``seed``, ``seat``, ``opponent``, ``openings`` and those moves."""
         if moves is not None:
-            self.reset(seed=seed, seat=seat, opponent=opponent, moves=moves)
+            self.reset(seed=seed, seat=seat, opponent=opponent, moves=moves, openings=openings)
         if self._spiel is None:
             raise NoEpisodeError("no game in progress: call reset() before playing a move")
         if self._spiel.is_terminal():
@@ -133,13 +148,33 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
             self._advance()
         self._sync_state()
 
+    def _chance(self) -> None:
+        """Sample the chance nodes ahead from the episode's generator."""
+        spiel = self._spiel
+        while spiel.is_chance_node():
+            actions, probs = zip(*spiel.chance_outcomes(), strict=True)
+            spiel.apply_action(self._rng.choices(actions, weights=probs)[0])
+
+    def _open(self, moves: int) -> None:
+        """Play up to ``moves`` random moves into open positions (see the module docstring)."""
+        spiel = self._spiel
+        for _ in range(moves):
+            self._chance()
+            if spiel.is_terminal():
+                return
+            going_on = [a for a in spiel.legal_actions() if _open_position(spiel.child(a))]
+            if not going_on:
+                return
+            action = self._rng.choice(going_on)
+            spiel.apply_action(action)
+            self._state.history.append(action)
+
     def _advance(self) -> None:
         """Sample chance nodes and play the opponent's seats until a held seat is to move."""
         spiel, held = self._spiel, self._state.held_seat
         while not spiel.is_terminal():
             if spiel.is_chance_node():
-                actions, probs = zip(*spiel.chance_outcomes(), strict=True)
-                spiel.apply_action(self._rng.choices(actions, weights=probs)[0])
+                self._chance()
             elif held is not None and spiel.current_player() != held:
                 action = self._opponent(spiel)
                 spiel.apply_action(action)
@@ -192,3 +227,13 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
             done=done,
             reward=reward,
         )
+
+
+def _open_position(spiel: Any) -> bool:
+    """Not over, and the player to move has no move that ends the game (at a chance node: not
+    over)."""
+    if spiel.is_terminal():
+        return False
+    if spiel.is_chance_node():
+        return True
+    return not any(spiel.child(a).is_terminal() for a in spiel.legal_actions())
