@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -25,6 +26,7 @@ class OEAction(Action):
     message: str = Field(..., description="text to echo")
     sleep_s: float = 0.0
     fail: bool = False
+    done_file: str = ""  # touched as the step returns: a test waits on it, not on the clock
 
 
 class OEObservation(Observation):
@@ -61,6 +63,8 @@ class OEEchoEnvironment(Environment):
             raise ValueError(f"env refused message {action.message!r}")
         self._state.step_count += 1
         self._state.last_message = action.message
+        if action.done_file:
+            Path(action.done_file).touch()
         return OEObservation(
             echoed_message=action.message,
             step_count=self._state.step_count,

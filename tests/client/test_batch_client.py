@@ -4,10 +4,13 @@ and behave exactly as one-connection sessions do (errors, timeouts, capacity, re
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+import httpx
 import pytest
 from client_servers import serve
 from ot_apps import TAction, TObservation, TState
+from server_helpers import until
 
 from openenv_train.client import EnvClient
 from openenv_train.client.batch import BatchTransport
@@ -23,6 +26,12 @@ from openenv_train.core import (
 class BClient(EnvClient[TAction, TObservation, TState]):
     action_cls, observation_cls, state_cls = TAction, TObservation, TState
     batch_frames = True
+
+
+def _reaped_and_gone(url: str) -> bool:
+    """The server's reaper closed the one session, and it is freed."""
+    body = httpx.get(url + "/sessions", timeout=10).json()
+    return body["reaped"] == 1 and body["active_sessions"] == 0
 
 
 async def test_sessions_share_one_connection_and_stay_isolated(ot_url: str) -> None:
@@ -47,15 +56,19 @@ async def test_sessions_share_one_connection_and_stay_isolated(ot_url: str) -> N
     assert not any(c.connected for c in clients)
 
 
-async def test_timeout_retires_the_session_and_spares_the_others(ot_url: str) -> None:
+async def test_timeout_retires_the_session_and_spares_the_others(
+    ot_url: str, tmp_path: Path
+) -> None:
     slow, other = BClient(ot_url, timeout=0.5), BClient(ot_url)
     await asyncio.gather(slow.reset(seed=1), other.reset(seed=2))
+    done = tmp_path / "slow-step-done"
     with pytest.raises(RequestTimeoutError):
-        await slow.step(TAction(message="slow", sleep_s=1.2))
+        await slow.step(TAction(message="slow", sleep_s=1.2, done_file=str(done)))
     with pytest.raises(SessionClosedError, match="reset\\(\\)"):
         await slow.step(TAction(message="fast"))
     assert (await other.step(TAction(message="x"))).observation.step_count == 1
-    await asyncio.sleep(1.2)  # the late reply exists now; it must never reach a later call
+    # the late reply exists now (on the shared connection); it must never reach a later call
+    await until(done.exists, 20, "the slow step to end on the server")
     assert (await slow.reset(seed=9)).observation.echoed_message == "ready seed=9"
     r = await slow.step(TAction(message="fast"))
     assert (r.observation.echoed_message, r.observation.step_count) == ("fast", 1)
@@ -83,7 +96,9 @@ async def test_reaped_session_fails_clearly_and_reset_starts_a_new_one() -> None
     with serve("ot_apps:idle_app") as provider:
         async with BClient(provider.base_url) as env:
             await env.reset(seed=1)
-            await asyncio.sleep(1.5)  # > session_timeout=0.5 plus a reaper period
+            await until(
+                lambda: _reaped_and_gone(provider.base_url), 20, "the idle session reaped"
+            )  # idle past session_timeout=0.5
             with pytest.raises(SessionError, match="closed"):
                 await env.step(TAction(message="late"))
             assert (await env.reset(seed=2)).observation.echoed_message == "ready seed=2"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import httpx
 import psutil
@@ -11,6 +12,7 @@ import pytest
 from client_servers import serve
 from ot_apps import TAction, TObservation, TState
 from ports import held_port
+from server_helpers import until
 
 from openenv_train.client import (
     EnvClient,
@@ -84,18 +86,22 @@ async def test_error_frames_are_typed_and_the_session_survives(ot_url: str) -> N
         assert (await raw.step({"message": "ok"})).observation["echoed_message"] == "ok"
 
 
-async def test_timeout_drops_the_session_and_never_mismatches_replies(ot_url: str) -> None:
+async def test_timeout_drops_the_session_and_never_mismatches_replies(
+    ot_url: str, tmp_path: Path
+) -> None:
     """OpenEnv #1143: after a timeout, a later call must never receive the earlier reply."""
     env = TClient(ot_url, timeout=0.5)
     await env.reset(seed=3)
+    done = tmp_path / "slow-step-done"
     with pytest.raises(RequestTimeoutError, match="reset\\(\\)"):
-        await env.step(TAction(message="slow", sleep_s=1.5))
+        await env.step(TAction(message="slow", sleep_s=1.5, done_file=str(done)))
     assert isinstance(RequestTimeoutError("x"), InfrastructureError)
     with pytest.raises(SessionClosedError, match="reset\\(\\)"):
         await env.step(TAction(message="fast"))
     with pytest.raises(SessionClosedError):
         await env.state()
-    await asyncio.sleep(1.5)  # the slow reply now exists server-side; it must never reach us
+    # the slow reply now exists server-side; it must never reach us
+    await until(done.exists, 20, "the slow step to end on the server")
     r = await env.reset(seed=9)
     assert r.observation.echoed_message == "ready seed=9"
     r = await env.step(TAction(message="fast"))

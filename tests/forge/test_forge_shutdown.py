@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 import yaml
 from proc_checks import alive
+from server_helpers import wait_until
 
 from openenv_train.recipes.forge_grpo_blackjack.config import parse_config
 from openenv_train.training.config import ConfigError
@@ -64,10 +64,13 @@ def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) ->
             break
     else:
         pytest.fail("the app never came up:\n" + "".join(lines))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (tmp_path / "runs" / "ctrl_c").exists():
-        time.sleep(0.2)
-    time.sleep(2)  # training steps are running now
+    metrics = tmp_path / "runs" / "ctrl_c" / "metrics.jsonl"
+
+    def trained() -> bool:  # a training step is logged: training steps are running now
+        assert proc.poll() is None, "the run ended before a training step"
+        return metrics.exists() and '"kind": "train"' in metrics.read_text()
+
+    wait_until(trained, 180, "the first training step in metrics.jsonl")
     children = {c.pid for c in psutil.Process(proc.pid).children(recursive=True)}
     assert len(children) >= 5, "expected 4 actor processes and an env server"
     os.killpg(proc.pid, signal.SIGINT)
@@ -76,8 +79,7 @@ def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) ->
     assert proc.returncode == 130, output
     assert "Traceback" not in output and "SIGTERM" not in output, output
     assert "interrupted" in rest
-    time.sleep(0.5)
-    assert not alive(children | {proc.pid}), "processes outlived Ctrl-C"
+    assert not alive(children | {proc.pid}), "processes outlived Ctrl-C"  # a bounded wait
     run_dir = tmp_path / "runs" / "ctrl_c"
     first = json.loads((run_dir / "summary.json").read_text())
     assert first["interrupted"] and first["steps"] >= 1 and first["episodes"] > 0

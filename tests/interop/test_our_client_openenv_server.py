@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from child_env import with_pythonpath
+from server_helpers import until
 
 pytest.importorskip("openenv.core.env_server")
 
@@ -39,6 +40,7 @@ class OEAction(Action):
     message: str
     sleep_s: float = 0.0
     fail: bool = False
+    done_file: str = ""
 
 
 class OEObservation(Observation):
@@ -142,14 +144,15 @@ async def test_capacity_reached_and_close_frees_the_session(oe_url: str) -> None
     await second.close()
 
 
-async def test_timeout_never_mismatches_replies(oe_url: str) -> None:
+async def test_timeout_never_mismatches_replies(oe_url: str, tmp_path: Path) -> None:
     env = OEClient(oe_url, timeout=0.5)
     await env.reset(seed=3)
+    done = tmp_path / "slow-step-done"
     with pytest.raises(RequestTimeoutError):
-        await env.step(OEAction(message="slow", sleep_s=1.5))
+        await env.step(OEAction(message="slow", sleep_s=1.5, done_file=str(done)))
     with pytest.raises(SessionClosedError, match="reset\\(\\)"):
         await env.step(OEAction(message="fast"))
-    await asyncio.sleep(1.5)
+    await until(done.exists, 20, "the slow step to end on the server")  # its reply exists now
     assert (await env.reset(seed=4)).observation.echoed_message.startswith("ready seed=4")
     r = await env.step(OEAction(message="fast"))
     assert (r.observation.echoed_message, r.observation.step_count) == ("fast", 1)

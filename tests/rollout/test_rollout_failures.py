@@ -9,6 +9,7 @@ import signal
 import pytest
 from bj_checks import APP, check_blackjack_record
 from blackjack_env.text_spec import BlackjackTextSpec, basic_strategy_answer
+from server_helpers import until
 
 from openenv_train.core.errors import InfrastructureError
 from openenv_train.rollout import (
@@ -30,8 +31,7 @@ def two_servers():
 async def _kill_after_calls(
     policy: ScriptedPolicy, provider: LocalProcessProvider, calls: int
 ) -> None:
-    while policy.calls < calls:
-        await asyncio.sleep(0.005)
+    await until(lambda: policy.calls >= calls, 60, f"{calls} policy call(s)")
     os.kill(provider.pid, signal.SIGKILL)
 
 

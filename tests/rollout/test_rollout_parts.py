@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from chatml import chatml_tokenizer
+from server_helpers import until
 
 from openenv_train.policy import Generation, Policy, SamplingSettings
 from openenv_train.rollout import RolloutConfig, RolloutOutputError, ScriptedPolicy, TokenCodec
@@ -46,7 +47,7 @@ async def test_cancelled_request_never_reaches_the_policy(tokenizer):
     batcher.register()
     batcher.register()  # two episodes registered, only one asks: the batch waits
     task = asyncio.ensure_future(batcher.generate([3], SAMPLING))
-    await asyncio.sleep(0.01)
+    await until(lambda: batcher._n_pending == 1, 10, "the request to wait in the batcher")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -145,7 +144,8 @@ def test_server_started_from_a_short_lived_thread_survives_the_thread() -> None:
     t.join(60)
     p = box["p"]
     try:
-        time.sleep(0.5)
+        # the thread is gone: a death signal tied to it would end the server at once
+        assert not gone(p.pid, within=0.5), "the server died with the thread that started it"
         assert p.running and info(p.base_url)["pid"] == p.pid  # type: ignore[arg-type]
     finally:
         p.stop()

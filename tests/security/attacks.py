@@ -341,6 +341,19 @@ def sandbox_processes(runner: Path) -> list[int]:
     return found
 
 
+def _runs_alive() -> bool:
+    """A sandboxed run is alive on this machine: a process running a ``runner.py``, as the
+    attacks' ``victims()`` finds it (a container's processes are in this /proc too)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if b"runner.py" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def left_files() -> list[str]:
     """Files an attack left: its marked files, and any run's scratch folder (the tests give the
     server a scratch root of its own, so another process's runs are not counted)."""
@@ -391,7 +404,11 @@ def run_round(
             listener.setblocking(False)
             thread = threading.Thread(target=lambda: victim.setdefault("r", submit(VICTIM)))
             thread.start()
-            time.sleep(0.05)
+            # the victim's run is under way before the attack starts (a victim already done ran)
+            deadline = time.monotonic() + 30
+            while not victim and not _runs_alive():
+                assert time.monotonic() < deadline, "the victim's run never started"
+                time.sleep(0.01)
             code = program(attack, path, secret_path or secret) if source is None else source
             reward, status, output = submit(code)
             thread.join()

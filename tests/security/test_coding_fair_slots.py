@@ -43,9 +43,17 @@ def step(env, who):
     entered.release()
     env.step(CodeAction(code=who))
 
-def wait_started(n):
-    while len(started) < n:
+def wait_for(done, what):
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, what
         time.sleep(0.001)
+
+def wait_started(n):
+    wait_for(lambda: len(started) >= n, f"run {n} never started")
+
+def wait_queued(n):  # submissions waiting for the slot
+    wait_for(lambda: environment.SLOTS.waiting() >= n, f"{n} submissions never queued")
 
 threads = [threading.Thread(target=step, args=(a, "A"))]
 threads[0].start()
@@ -55,11 +63,11 @@ for _ in range(9):
     threads[-1].start()
 for _ in range(9):
     entered.acquire()
-time.sleep(0.3)  # A's nine reach the slot queue: an ordering aid; the assert counts positions
+wait_queued(9)  # A's nine wait in the slot queue
 threads.append(threading.Thread(target=step, args=(b, "B")))
 threads[-1].start()
 entered.acquire()
-time.sleep(0.3)
+wait_queued(10)  # and B behind them
 for n in range(2, 12):  # open the gate one run at a time; each opening starts the next run
     gate.release()
     wait_started(n)

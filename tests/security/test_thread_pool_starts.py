@@ -9,6 +9,7 @@ import asyncio
 import threading
 
 import pytest
+from server_helpers import until
 
 from openenv_train.server._threads import ThreadRunner
 
@@ -35,12 +36,11 @@ async def test_calls_complete_once_threads_can_start_again(monkeypatch: pytest.M
     runner = ThreadRunner(max_workers=4, name="pool-under-test", stall_s=0.01)
     gate = threading.Event()
     stuck = asyncio.ensure_future(runner.run(gate.wait, 30))  # the one worker is busy
-    while runner.workers < 1 or runner.stalled_s() > 0:
-        await asyncio.sleep(0.005)
+    await until(lambda: runner.workers >= 1 and runner.stalled_s() == 0, 10, "a worker taking it")
     refuse.refusing.set()
     waiting = [asyncio.ensure_future(runner.run(lambda i=i: i)) for i in range(3)]
-    while runner.start_failures < 2:  # the watch tried, failed, and tried again
-        await asyncio.sleep(0.005)
+    # the watch tried, failed, and tried again
+    await until(lambda: runner.start_failures >= 2, 10, "two refused thread starts")
     assert runner.workers == 1  # a failed start is not counted as a worker
     assert runner.stalled_s() > 0
     refuse.refusing.clear()
@@ -56,8 +56,7 @@ async def test_the_first_worker_failing_to_start_is_retried(monkeypatch: pytest.
     refuse.refusing.set()
     runner = ThreadRunner(max_workers=2, name="pool-under-test", stall_s=0.01)
     job = asyncio.ensure_future(runner.run(lambda: "done"))
-    while runner.start_failures < 2:
-        await asyncio.sleep(0.005)
+    await until(lambda: runner.start_failures >= 2, 10, "two refused thread starts")
     assert runner.workers == 0
     refuse.refusing.clear()
     assert await asyncio.wait_for(job, 10) == "done"

@@ -31,6 +31,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.created = 0
+        self.building = 0  # slow constructors under way or done (a test waits on builds starting)
         self.closed = 0
         self.release = threading.Event()
         self.entered = threading.Event()

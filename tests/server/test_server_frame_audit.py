@@ -26,7 +26,7 @@ from server_envs import (
     GameTools,
     TotalObservation,
 )
-from server_helpers import read_http_response, rpc, wait_until
+from server_helpers import read_http_response, rpc, until, wait_until
 
 from openenv_train.core import CallToolAction, CallToolObservation
 from openenv_train.server import Limits, create_app
@@ -50,6 +50,8 @@ class SlowCounterEnv(CounterEnv):
     build_s = 0.3
 
     def __init__(self) -> None:
+        with REG.lock:
+            REG.building += 1
         time.sleep(self.build_s)
         super().__init__()
 
@@ -151,7 +153,8 @@ async def test_a_client_gone_while_its_envs_are_built_leaks_nothing(serve_app, l
     )
     async with batch_connect(s.ws_url) as ws:
         await send_batch(ws, [{"session": k, "type": "reset"} for k in range(3)])
-        await asyncio.sleep(0.2)  # the three envs are being built
+        # the client leaves while the three envs are being built
+        await until(lambda: REG.building == 3, 20, "the three envs' builds to start")
     await asyncio.to_thread(wait_until, lambda: REG.created == 3, 20, "the builds to finish")
     await asyncio.to_thread(wait_until, lambda: REG.closed == 3, 20, "the envs to be closed")
     health = httpx.get(s.url + "/health").json()

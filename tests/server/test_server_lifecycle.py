@@ -17,7 +17,7 @@ from server_envs import (
     CounterState,
     TotalObservation,
 )
-from server_helpers import raw_ws_connect, rpc, wait_until
+from server_helpers import raw_ws_connect, rpc, until, wait_until
 from websockets.exceptions import ConnectionClosed
 
 from openenv_train.server import Limits, create_app
@@ -31,6 +31,10 @@ def app_for(env_cls=CounterEnv, **kw):
 
 def active(s) -> int:
     return httpx.get(s.url + "/health").json()["active_sessions"]
+
+
+def reaped(s) -> int:
+    return httpx.get(s.url + "/sessions").json()["reaped"]
 
 
 async def test_idle_session_is_reaped_and_socket_closed(serve_app):
@@ -65,11 +69,15 @@ async def test_busy_session_is_not_reaped_mid_step(serve_app):
         await rpc(ws, {"type": "reset"})
         pending = asyncio.create_task(rpc(ws, {"type": "step", "data": {"n": 1, "block": True}}))
         await asyncio.to_thread(REG.entered.wait, 10)
-        await asyncio.sleep(1.0)  # several reaper periods while the step runs
+        # a session last active after the busy one is reaped: the reaper has run past the busy
+        # session's timeout too while its step ran
+        async with websockets.connect(s.ws_url) as idle:
+            await rpc(idle, {"type": "reset"})
+            await until(lambda: reaped(s) == 1, 20, "the reaper to close the idle session")
         REG.release.set()
         r = await asyncio.wait_for(pending, 20)
         assert r["data"]["observation"]["total"] == 1
-    assert httpx.get(s.url + "/sessions").json()["reaped"] == 0
+    assert reaped(s) == 1  # the idle one only
 
 
 @pytest.mark.parametrize("env_cls", [CounterEnv, AsyncCounterEnv])

@@ -141,8 +141,11 @@ class _StallingH11(GuardedH11Protocol):
     """Reading ``STALL`` blocks the whole server for 1.5 s inside a socket read, as a long GC
     pause does."""
 
+    stalled = threading.Event()  # set as the stall begins (each test sets a fresh one)
+
     def data_received(self, data: bytes) -> None:
         if data.startswith(b"STALL"):
+            type(self).stalled.set()
             time.sleep(1.5)
             self.transport.close()
             return
@@ -153,12 +156,21 @@ class _StallingH11(GuardedH11Protocol):
 def test_a_server_stall_does_not_drop_a_client_whose_head_arrived(serve_app, loop):
     """The head deadline passes while the server is stalled, but the head is in the socket:
     it is read before the verdict (uvloop runs due timers before it reads sockets)."""
+    _StallingH11.stalled = threading.Event()
     s = serve_app(app_for(Limits(request_timeout_s=0.5)), loop=loop, http=_StallingH11)
+    connections = s.server.server_state.connections
     with socket.create_connection(("127.0.0.1", s.port)) as waiting:
-        time.sleep(0.2)  # accepted: its head deadline is running
+        wait_until(
+            lambda: any(getattr(c, "_head_timer", None) for c in list(connections)),
+            what="the server to accept the waiting client and arm its head deadline",
+        )
+        deadline = time.monotonic() + 0.5  # no earlier than the server's own (armed before)
         with socket.create_connection(("127.0.0.1", s.port)) as staller:
             staller.sendall(b"STALL")
-            time.sleep(0.3)  # the server is now stalled, past the waiting client's deadline
+            wait_until(_StallingH11.stalled.is_set, what="the server to stall")
+            wait_until(
+                lambda: time.monotonic() > deadline, what="the waiting client's deadline to pass"
+            )
             waiting.sendall(http_request("GET", "/health"))
             assert read_http_response(waiting)[0] == 200
     with socket.create_connection(("127.0.0.1", s.port)) as silent:  # and slowloris still loses
@@ -208,7 +220,8 @@ def test_incomplete_ws_frame_is_dropped(serve_app):
 def test_open_ws_between_requests_is_not_dropped(serve_app):
     s = serve_app(app_for(Limits(request_timeout_s=0.3)))
     sock = raw_ws_connect(s.port)
-    time.sleep(1.0)  # idle between complete requests is the reaper's business, not this limit
+    # idle past the 0.3 s limit between complete requests: the reaper's business, not this limit's
+    assert not _closed_within(sock, 1.0)
     sock.sendall(masked_frame(b'{"type": "state"}'))
     sock.settimeout(5)
     assert b'"state"' in sock.recv(4096)

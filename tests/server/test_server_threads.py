@@ -7,6 +7,7 @@ import contextvars
 import threading
 
 import pytest
+from server_helpers import until
 
 from openenv_train.server._threads import ThreadRunner
 
@@ -37,7 +38,7 @@ async def test_a_stuck_worker_gets_help():
     runner = ThreadRunner(max_workers=8)
     gate = threading.Event()
     stuck = asyncio.ensure_future(runner.run(gate.wait, 30))
-    await asyncio.sleep(0)
+    await until(lambda: runner.workers == 1 and runner._taken == 1, 10, "a worker to take it")
     # The only worker is now blocked; these must still complete (a helper is recruited).
     results = await asyncio.wait_for(asyncio.gather(*(runner.run(abs, -i) for i in range(20))), 10)
     assert results == list(range(20))
@@ -54,7 +55,9 @@ async def test_max_workers_bounds_the_pool():
     runner = ThreadRunner(max_workers=2)
     gate = threading.Event()
     blocked = [asyncio.ensure_future(runner.run(gate.wait, 30)) for _ in range(4)]
-    await asyncio.sleep(0.3)
+    # both workers are stuck and two jobs have waited for 15 watchdog periods (0.02 s each):
+    # every period would have recruited, were the pool not bounded
+    await until(lambda: runner.stalled_s() >= 0.3, 10, "the jobs to wait on a stuck pool")
     assert runner.workers == 2
     gate.set()
     assert await asyncio.wait_for(asyncio.gather(*blocked), 10) == [True] * 4

@@ -10,7 +10,7 @@ import socket
 import pytest
 import websockets
 from server_envs import AddAction, CounterEnv, CounterState, GameTools, TotalObservation
-from server_helpers import raw_ws_connect, rpc
+from server_helpers import raw_ws_connect, rpc, wait_until
 from websockets.exceptions import ConnectionClosed
 
 from openenv_train.core import CallToolAction, CallToolObservation
@@ -114,17 +114,19 @@ def _read_frames(sock: socket.socket, count: int) -> list[dict]:
 
 
 def test_frames_split_and_coalesced_across_tcp_writes(serve_app):
-    import time
-
     s = serve_app(create_app(CounterEnv, AddAction, TotalObservation, CounterState))
     sock = raw_ws_connect(s.port)  # already did one reset
+    (proto,) = [
+        c for c in s.server.server_state.connections if isinstance(c, FastWebSocketsProtocol)
+    ]
     steps = b"".join(_masked(json.dumps({"type": "step", "data": {"n": i}})) for i in range(1, 4))
     sock.sendall(steps)  # three frames in one write
     assert [f["data"]["observation"]["total"] for f in _read_frames(sock, 3)] == [1, 3, 6]
     big = _masked(json.dumps({"type": "step", "data": {"n": 4, "metadata": {"pad": "p" * 300}}}))
     for cut in (1, 3, 7, 100):  # a frame dribbled in pieces, header included
-        sock.sendall(big[:cut])
-        time.sleep(0.05)
+        head = big[:cut]
+        sock.sendall(head)
+        wait_until(lambda h=head: proto._buf == h, 10, "the server to hold the first piece")
         sock.sendall(big[cut:])
         _read_frames(sock, 1)
     assert _read_frames(sock, 0) == []

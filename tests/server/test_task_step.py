@@ -8,6 +8,8 @@ import asyncio.tasks
 import contextvars
 import inspect
 
+from server_helpers import until
+
 from openenv_train.server.task_step import BUSY, first_step
 
 
@@ -43,7 +45,7 @@ async def test_a_step_runs_as_the_task_in_its_context():
         results.append(asyncio.current_task())
 
     loop.call_soon(callback)
-    await asyncio.sleep(0.05)
+    await until(lambda: len(results) == 3, 10, "the loop callback to run")
     host.cancel()
     assert results[0] == (True, (host, "inside"))
     assert results[1][0] is False  # suspended at its first await
