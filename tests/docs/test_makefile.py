@@ -28,8 +28,18 @@ def first(lines: list[str], needle: str) -> int:
     return found[0]
 
 
+def test_make_test_runs_the_vllm_suite_beside_the_main_suite() -> None:
+    assert dry_run("test") == ["bash scripts/make_test.sh"]
+    script = (ROOT / "scripts" / "make_test.sh").read_text().splitlines()
+    steps = [line.strip() for line in script if "$MAKE" in line and "--no-print-directory" in line]
+    # the vLLM venv made ready first, its suite started in the background, then the main suite
+    assert steps[0].startswith("VLLM_PREPARE_ONLY=1 ") and "test-vllm ||" in steps[0]
+    assert steps[1].endswith('test-vllm >"$LOG" 2>&1 &') and steps[2].endswith("test-main")
+    assert "VLLM_PREPARE_ONLY" in (ROOT / "scripts" / "ci_vllm.sh").read_text()
+
+
 def test_make_test_sets_up_the_engines_before_the_suite() -> None:
-    lines = dry_run("test")
+    lines = dry_run("test-main")
     suite = first(lines, "-m pytest tests")
     engines = first(lines, "scripts/container_engines.sh")
     check = first(lines, "scripts/engines_ready.py")

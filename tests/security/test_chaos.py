@@ -1,6 +1,7 @@
-"""The chaos benchmark's 2-minute version (issue 35): coding_env episodes against a pool of
+"""The chaos benchmark's short version (issue 35): coding_env episodes against a pool of
 Docker containers while a server is SIGKILLed, a container is killed, its network cut and it is
-frozen, one fault every 20 s. No episode may be lost, no infrastructure failure may be scored as
+frozen, one fault every 14 s (84 s in all: the episodes run flat out, so every second of it is
+CPU the rest of the suite waits for). No episode may be lost, no infrastructure failure may be scored as
 a reward, and throughput must come back after every fault. The engine restart is refused here
 (a shared engine) and says so."""
 
@@ -16,15 +17,15 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def test_two_minutes_of_chaos_lose_nothing_and_recover() -> None:
+def test_a_fault_every_14_s_loses_nothing_and_recovers() -> None:
     import chaos
 
     args = chaos.main.__globals__["argparse"].Namespace(
         engine="docker",
         servers=2,
         workers=2,
-        minutes=2.0,
-        fault_every=20.0,
+        minutes=1.4,
+        fault_every=14.0,
         outage=5.0,
         retries=5,
         faults=",".join(chaos.FAULTS),
