@@ -28,7 +28,7 @@ def tiny():
 async def test_the_first_token_is_one_of_the_allowed_and_the_logprob_is_the_models(tiny) -> None:
     model, tok = tiny
     policy = TransformersPolicy(model, tok)
-    prompt = tok.encode("ttt seat 0 board . . . . . . . . . action:")
+    prompt = tok.encode("ttt seat 0 board .0 .1 .2 .3 .4 .5 .6 .7 .8 action:")
     eos = tok.eos_token_id
     cell = {tok.convert_tokens_to_ids(w) for w in ("4", "7")}
     answers = frozenset((c, eos) for c in cell)
@@ -131,5 +131,5 @@ async def test_openings_give_each_group_its_own_start_and_evals_the_empty_board(
     starts = [view for views in held.values() for view in views]
     empty = tok.decode(evals[0].seats[0].tokens.prompt_ids)
     assert all(tok.decode(g.seats[0].tokens.prompt_ids) == empty for g in evals)
-    assert "board . . . . . . . . . action:" in empty  # the evals start from the empty board
+    assert "board .0 .1 .2 .3 .4 .5 .6 .7 .8 action:" in empty  # evals: from the empty board
     assert len(set(starts)) >= 4 and any(view.count("x") >= 2 for view in starts)

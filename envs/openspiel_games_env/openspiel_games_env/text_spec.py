@@ -4,7 +4,12 @@ Kuhn poker and tic-tac-toe have compact word renderings with a closed vocabulary
 word-level model of ``openenv_train.policy.tiny`` can play them):
 
 - Kuhn: ``kuhn seat 1 card K history pass bet action:`` -> ``pass`` or ``bet``;
-- tic-tac-toe: ``ttt seat 0 board . x . . o . . . . action:`` -> a cell ``0``..``8``.
+- tic-tac-toe: ``ttt seat 0 board .0 x1 .2 .3 o4 .5 .6 .7 .8 action:`` -> a cell ``0``..``8``.
+
+Each tic-tac-toe cell is one word holding its mark and its number: the tiny model has no absolute
+positions (rotary embeddings only), and with bare marks (``. x . . o ...``) it could not even be
+taught by supervision to block an open line (about 45% right after 1,200 steps, against 93%
+with numbered cells).
 
 Any other game is shown as OpenSpiel's own text and its move names (a real tokenizer needed).
 With ``seat`` set the spec holds that seat against the server's built-in ``opponent``: the
@@ -24,7 +29,8 @@ from .models import GameAction
 KUHN_CARDS = "JQK"
 KUHN_MOVES = {"p": "pass", "b": "bet"}
 KUHN_VOCAB = ("kuhn", "seat", "0", "1", "card", *KUHN_CARDS, "history", "pass", "bet", "action:")
-TTT_VOCAB = ("ttt", "seat", "board", ".", "x", "o", "action:", *(str(i) for i in range(9)))
+TTT_CELLS = tuple(f"{mark}{i}" for mark in ".xo" for i in range(9))
+TTT_VOCAB = ("ttt", "seat", "board", "action:", *(str(i) for i in range(9)), *TTT_CELLS)
 VOCABULARIES = {"kuhn_poker": KUHN_VOCAB, "tic_tac_toe": TTT_VOCAB}
 
 
@@ -37,8 +43,8 @@ def kuhn_text(seat: int, info_state: str) -> str:
 
 
 def ttt_text(seat: int, board: str) -> str:
-    """``ttt seat 0 board . x . ... action:`` from OpenSpiel's board (``...\\n.x.\\n...``)."""
-    cells = [c for c in board if c in ".xo"]
+    """``ttt seat 0 board .0 x1 .2 ... action:`` from OpenSpiel's board (``...\\n.x.\\n...``)."""
+    cells = [f"{c}{i}" for i, c in enumerate(c for c in board if c in ".xo")]
     return " ".join(["ttt", "seat", str(seat), "board", *cells, "action:"])
 
 
