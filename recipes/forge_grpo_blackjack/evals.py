@@ -128,10 +128,11 @@ class ForgeEvals:
 def loop_hooks(
     cfg: ForgeRecipeConfig, evals: ForgeEvals, progress: Any, stop: Any
 ) -> dict[str, Any]:
-    """The loop's callbacks: metrics every 10 steps, progress, periodic evals, the stop request."""
+    """The loop's callbacks: metrics at the first step (a run shows it trains at once) and every
+    10 steps, progress, periodic evals, the stop request."""
 
     async def on_step(step: int, m: dict[str, Any], state: Any) -> None:
-        if step % 10 == 0 or step == cfg.steps or stop.requested:
+        if step == 1 or step % 10 == 0 or step == cfg.steps or stop.requested:
             evals.metrics.write("train", step, {**m, "episodes": state.episodes})
         if progress is not None:
             progress.update(

@@ -66,7 +66,7 @@ def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) ->
         pytest.fail("the app never came up:\n" + "".join(lines))
     metrics = tmp_path / "runs" / "ctrl_c" / "metrics.jsonl"
 
-    def trained() -> bool:  # a training step is logged: training steps are running now
+    def trained() -> bool:  # the first step is logged: training steps are running now
         assert proc.poll() is None, "the run ended before a training step"
         return metrics.exists() and '"kind": "train"' in metrics.read_text()
 
