@@ -13,9 +13,16 @@ MAKE="${MAKE:-make}"
 VLLM_PREPARE_ONLY=1 $MAKE --no-print-directory test-vllm || exit 1
 LOG="$(mktemp -t openenv-train-vllm.XXXXXX)"
 echo "== the vLLM-on-CPU suite runs in the background beside the main suite (log: $LOG)"
-# niced: pip is one process and must keep its core (CI: sharing it, setup took 258 s, not 115)
+# niced: pip is one process and must keep its core (CI: sharing it, setup took 258 s, not 115).
+# A process group of its own (set -m): a background job ignores Ctrl-C, so the traps below stop
+# the whole suite (its pytest workers and vLLM servers) when this script is interrupted.
+set -m
 nice -n 5 $MAKE --no-print-directory test-vllm >"$LOG" 2>&1 &
 VLLM_PID=$!
+set +m
+stop_vllm() { kill -INT -- "-$VLLM_PID" 2>/dev/null; wait "$VLLM_PID" 2>/dev/null; rm -f "$LOG"; }
+trap 'stop_vllm; exit 130' INT
+trap 'stop_vllm; exit 143' TERM
 $MAKE --no-print-directory test-main
 MAIN_RC=$?
 wait "$VLLM_PID"

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from processes import gone
+from server_helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +40,32 @@ def test_make_test_runs_the_vllm_suite_beside_the_main_suite() -> None:
     assert steps[0].startswith("VLLM_PREPARE_ONLY=1 ") and "test-vllm ||" in steps[0]
     assert steps[1].endswith('test-vllm >"$LOG" 2>&1 &') and steps[2].endswith("test-main")
     assert "VLLM_PREPARE_ONLY" in (ROOT / "scripts" / "ci_vllm.sh").read_text()
+
+
+def test_ctrl_c_on_make_test_stops_the_background_vllm_suite_too(tmp_path: Path) -> None:
+    """A background job of a script ignores Ctrl-C: the script must stop it. A stand-in ``make``
+    (``MAKE``) runs one long process per suite and writes its pid."""
+    fake = tmp_path / "make"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        '[ -n "${VLLM_PREPARE_ONLY:-}" ] && exit 0\n'
+        'echo $$ > "$PIDS/${@: -1}"; exec sleep 120\n'
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "MAKE": str(fake), "PIDS": str(tmp_path)}
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "make_test.sh")],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group, like a terminal's foreground job
+    )
+    pid_files = [tmp_path / "test-vllm", tmp_path / "test-main"]
+    wait_until(lambda: all(f.is_file() and f.read_text().strip() for f in pid_files), 30, "both")
+    sleeps = [int(f.read_text()) for f in pid_files]
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
+    assert proc.wait(timeout=30) == 130
+    assert all(gone(pid) for pid in sleeps), "a suite outlived Ctrl-C"
 
 
 def test_make_test_sets_up_the_engines_before_the_suite() -> None:
