@@ -326,8 +326,10 @@ def runner_path() -> Path:
     return sandbox.RUNNER
 
 
-def sandbox_processes(runner: Path) -> list[int]:
-    """Processes still running this checkout's runner (a forked child keeps its cmdline)."""
+def sandbox_processes(runner: Path | str) -> list[int]:
+    """Processes running ``runner`` (this checkout's runner path, or ``"runner.py"`` for any
+    sandboxed run, a container's included: their processes are in this /proc too); a forked
+    child keeps its cmdline."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -339,19 +341,6 @@ def sandbox_processes(runner: Path) -> list[int]:
         if str(runner).encode() in cmd:
             found.append(int(entry))
     return found
-
-
-def _runs_alive() -> bool:
-    """A sandboxed run is alive on this machine: a process running a ``runner.py``, as the
-    attacks' ``victims()`` finds it (a container's processes are in this /proc too)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                if b"runner.py" in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 def left_files() -> list[str]:
@@ -406,7 +395,7 @@ def run_round(
             thread.start()
             # the victim's run is under way before the attack starts (a victim already done ran)
             deadline = time.monotonic() + 30
-            while not victim and not _runs_alive():
+            while not victim and not sandbox_processes("runner.py"):
                 assert time.monotonic() < deadline, "the victim's run never started"
                 time.sleep(0.01)
             code = program(attack, path, secret_path or secret) if source is None else source

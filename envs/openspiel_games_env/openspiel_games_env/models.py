@@ -34,6 +34,10 @@ class GameObservation(SeatObservation):
     invalid_move: bool = False
 
 
+#: the most random opening moves ``reset(openings=k)`` takes
+MAX_OPENINGS = 1_000
+
+
 class GameState(SeatState):
     """The game, the seed that replays it, the opponent of a held seat, and the moves so far."""
 

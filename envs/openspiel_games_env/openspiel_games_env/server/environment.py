@@ -27,11 +27,10 @@ from openenv_train import Environment, EnvironmentMetadata, NoEpisodeError
 from openenv_train.core.models import check_seat_reset
 
 from ..games import load, move_names, parse_move, seat_text
-from ..models import GameAction, GameObservation, GameState
+from ..models import MAX_OPENINGS, GameAction, GameObservation, GameState
 from ..opponents import make_opponent
 
 MAX_REPLAY_MOVES = 10_000
-MAX_OPENINGS = 1_000
 
 
 class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
@@ -76,10 +75,8 @@ class OpenSpielEnvironment(Environment[GameAction, GameObservation, GameState]):
         random moves played before anyone holds a move (see the module docstring)."""
         n = self.game.num_players()
         check_seat_reset(seed, seat, moves, num_players=n, max_moves=MAX_REPLAY_MOVES)
-        if isinstance(openings, bool) or not isinstance(openings, int):
+        if type(openings) is not int or not 0 <= openings <= MAX_OPENINGS:
             raise ValueError(f"openings must be an integer 0..{MAX_OPENINGS}, got {openings!r}")
-        if not 0 <= openings <= MAX_OPENINGS:
-            raise ValueError(f"openings must be an integer 0..{MAX_OPENINGS}, got {openings}")
         seed = self._seeds.randrange(2**31) if seed is None else seed
         self._rng = random.Random(seed)
         self._opponent = (
