@@ -41,11 +41,10 @@ demo: setup
 test:
 	bash scripts/make_test.sh
 
-# The Ray tests (a multi-node cluster whose node-failure timings need the CPU) run after the
-# others, on their own; every other file runs side by side.
+# Every file runs side by side, the Ray tests too (one worker holds their multi-node cluster;
+# run after the others, they kept one core idle for two minutes).
 test-main: setup engines-ready browser-ready prometheus-ready
-	$(BIN)/python -m pytest tests --ignore=tests/ray $(XDIST) $(ORDERED) $(PYTEST_ARGS)
-	$(BIN)/python -m pytest tests/ray $(ORDERED) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests $(XDIST) $(ORDERED) $(PYTEST_ARGS)
 
 # The quick loop while editing (under 2 minutes): lint, then the tests that start no server
 # process, container, browser or training run (the `quick` marker: tests/quick.txt lists them).
@@ -55,8 +54,7 @@ check: setup
 
 # The main suite in a random order (pytest-randomly; a seed is printed to replay an order).
 test-random: setup engines-ready browser-ready prometheus-ready
-	$(BIN)/python -m pytest tests --ignore=tests/ray $(XDIST) $(PYTEST_ARGS)
-	$(BIN)/python -m pytest tests/ray $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests $(XDIST) $(PYTEST_ARGS)
 
 test-vllm:
 	bash scripts/ci_vllm.sh

@@ -8,11 +8,12 @@ about a second instead of Ray's default of ~15 s. Shared helpers live in ``ray_h
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 import ray
-from ray_helpers import cluster_processes, our_servers, wait_gone, wait_no_actors
+from ray_helpers import CLUSTER_MARK, cluster_processes, our_servers, wait_gone, wait_no_actors
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +22,9 @@ def cluster():
     from ray.cluster_utils import Cluster
 
     fast_failure = {"health_check_period_ms": 300, "health_check_failure_threshold": 3}
+    # every process started from here on (raylets, the nodes tests add, their workers and the
+    # servers those start) carries it; the other test workers' servers don't
+    os.environ[CLUSTER_MARK] = "1"
     c = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 2, "resources": {"head": 100}, "_system_config": fast_failure},
@@ -33,6 +37,7 @@ def cluster():
     try:
         yield c
     finally:
+        os.environ.pop(CLUSTER_MARK, None)
         ray.shutdown()
         c.shutdown()
         deadline = time.monotonic() + 20

@@ -13,6 +13,9 @@ import ray  # noqa: E402  (the dev install includes the ray extra: a missing Ray
 
 APP = "blackjack_env.server.app:app"
 SERVER_CMD = "openenv_train.runtime.launch"
+#: set in the environment of the test worker that holds the cluster, while it holds it, so
+#: every process of the cluster and every env server it or its actors start carries it
+CLUSTER_MARK = "OPENENV_TRAIN_TEST_RAY_CLUSTER"
 
 
 def cluster_processes(session_dir: str) -> list[psutil.Process]:
@@ -69,11 +72,19 @@ def node_id_with(resource: str) -> str:
 
 
 def our_servers() -> set[int]:
-    """Env server processes run by this interpreter's environment (Ray workers share it)."""
+    """Env server processes of this test: started by the cluster (its processes carry
+    ``CLUSTER_MARK``) or by this process, from this interpreter's environment. Other test
+    workers run their own servers at the same time; those are not ours to count."""
     bindir = os.path.dirname(sys.executable)
+    me = os.getpid()
     out = set()
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if SERVER_CMD in cmd and cmd and os.path.dirname(cmd[0]) == bindir:
-            out.add(p.pid)
+        if not (SERVER_CMD in cmd and os.path.dirname(cmd[0]) == bindir):
+            continue
+        try:
+            if CLUSTER_MARK in p.environ() or me in {a.pid for a in p.parents()}:
+                out.add(p.pid)
+        except psutil.Error:  # gone meanwhile
+            continue
     return out
