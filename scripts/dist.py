@@ -101,7 +101,9 @@ def build(outdir: Path, *, isolation: bool = False) -> list[Path]:
             )
     outdir = outdir.resolve()
     outdir.mkdir(parents=True, exist_ok=True)
-    flag = [] if isolation else ["--no-isolation"]
+    # without isolation the requirements were checked above, once: build's own check would run
+    # two more backend processes per package (half of all the build's processes)
+    flag = [] if isolation else ["--no-isolation", "--skip-dependency-check"]
     with tempfile.TemporaryDirectory(prefix="openenv-train-dist-") as tmp:
         source = clean_copy(Path(tmp))
         running = {
