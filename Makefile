@@ -25,14 +25,30 @@ ENV_PACKAGES = $(foreach p,$(sort $(wildcard envs/*/pyproject.toml)),-e $(patsub
 .PHONY: setup demo test test-main test-vllm check test-random prometheus-ready lint bench fuzz clean engines engines-ready config-table \
 	docs docs-gen browser-ready screenshots dist
 
+# pip installs without compiling: compiling every module of every dependency was half of the
+# install's time, and most are never imported (the first import compiles what is used; the tests
+# compile it once, in $(COLLECTED) below). The editable builds use the venv's setuptools (the
+# [build-system] requirement of every pyproject.toml here): an isolated build environment per
+# package was another 30 s.
 $(STAMP): pyproject.toml constraints.txt $(wildcard envs/*/pyproject.toml)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev]" $(ENV_PACKAGES)
+	$(BIN)/pip install -q --no-compile -c constraints.txt torch==2.13.0 "setuptools>=77"
+	$(BIN)/pip install -q --no-compile --no-build-isolation -c constraints.txt \
+		-e ".[train,dev]" $(ENV_PACKAGES)
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Once per install, before the side-by-side runs: one collection of every test compiles the
+# modules the tests import and rewrites the test files' asserts into bytecode caches, which the
+# workers then load (started at once, each of them compiled and rewrote the same files).
+COLLECTED := $(VENV)/.collected
+$(COLLECTED): $(STAMP)
+	@echo "== compiling what the tests import (once per install)"
+	@$(BIN)/python -m pytest tests --collect-only -q $(ORDERED) -p no:cacheprovider \
+		> $(VENV)/collect.log 2>&1 || { tail -40 $(VENV)/collect.log; exit 1; }
+	touch $(COLLECTED)
 
 demo: setup
 	$(BIN)/openenv-train train $(CONFIG)
@@ -43,17 +59,17 @@ test:
 
 # Every file runs side by side, the Ray tests too (one worker holds their multi-node cluster;
 # run after the others, they kept one core idle for two minutes).
-test-main: setup engines-ready browser-ready prometheus-ready
+test-main: setup $(COLLECTED) engines-ready browser-ready prometheus-ready
 	$(BIN)/python -m pytest tests $(XDIST) $(ORDERED) $(PYTEST_ARGS)
 
 # The quick loop while editing (under 2 minutes): lint, then the tests that start no server
 # process, container, browser or training run (the `quick` marker: tests/quick.txt lists them).
-check: setup
+check: setup $(COLLECTED)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 	$(BIN)/python -m pytest tests -m quick $(XDIST) $(ORDERED) -q $(PYTEST_ARGS)
 
 # The main suite in a random order (pytest-randomly; a seed is printed to replay an order).
-test-random: setup engines-ready browser-ready prometheus-ready
+test-random: setup $(COLLECTED) engines-ready browser-ready prometheus-ready
 	$(BIN)/python -m pytest tests $(XDIST) $(PYTEST_ARGS)
 
 test-vllm:

@@ -15,12 +15,16 @@ from server_helpers import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def dry_run(target: str) -> list[str]:
-    """The commands ``make -n target`` would run, one per line (a ``\\`` continuation joined)."""
+def dry_run(target: str, *, fresh: bool = False) -> list[str]:
+    """The commands ``make -n target`` would run, one per line (a ``\\`` continuation joined);
+    ``fresh``: as in a fresh clone (``-B``: every file target is made again)."""
     make = shutil.which("make")
     assert make, "make is not installed: the README's two commands need it"
     out = subprocess.run(
-        [make, "-n", "--no-print-directory", target], cwd=ROOT, capture_output=True, text=True
+        [make, "-n", "--no-print-directory", *(["-B"] if fresh else []), target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     return out.stdout.replace("\\\n", " ").splitlines()
@@ -30,6 +34,13 @@ def first(lines: list[str], needle: str) -> int:
     found = [i for i, line in enumerate(lines) if needle in line]
     assert found, f"`make -n test` no longer runs {needle!r}:\n" + "\n".join(lines)
     return found[0]
+
+
+def suite_runs(lines: list[str]) -> list[int]:
+    """The lines of ``lines`` that run tests (not the one collection that compiles first)."""
+    return [
+        i for i, line in enumerate(lines) if "-m pytest" in line and "--collect-only" not in line
+    ]
 
 
 def test_make_test_runs_the_vllm_suite_beside_the_main_suite() -> None:
@@ -70,7 +81,7 @@ def test_ctrl_c_on_make_test_stops_the_background_vllm_suite_too(tmp_path: Path)
 
 def test_make_test_sets_up_the_engines_before_the_suite() -> None:
     lines = dry_run("test-main")
-    suite = first(lines, "-m pytest tests")
+    [suite] = suite_runs(lines)
     engines = first(lines, "scripts/container_engines.sh")
     check = first(lines, "scripts/engines_ready.py")
     assert engines == check < suite  # one step: root sets up, anyone else is checked
@@ -98,17 +109,35 @@ def test_without_engines_the_check_stops_with_one_line_naming_the_fix() -> None:
 
 def test_make_test_runs_files_side_by_side_in_their_order() -> None:
     lines = dry_run("test-main")
-    [suite] = [line for line in lines if "-m pytest" in line]  # one run: the Ray tests too
+    [at] = suite_runs(lines)  # one run: the Ray tests too
+    suite = lines[at]
     assert "-m pytest tests -n 4 --dist loadgroup" in suite and "-p no:randomly" in suite
     assert "--ignore" not in suite
-    [shuffled] = [line for line in dry_run("test-random") if "-m pytest" in line]
+    shuffle = dry_run("test-random")
+    [at] = suite_runs(shuffle)
+    shuffled = shuffle[at]
     assert "--dist loadgroup" in shuffled and "no:randomly" not in shuffled
 
 
 def test_make_check_lints_then_runs_only_the_quick_tests() -> None:
     lines = dry_run("check")
-    lint, suite = first(lines, "ruff check ."), first(lines, "-m pytest tests")
+    lint, [suite] = first(lines, "ruff check ."), suite_runs(lines)
     assert lint < suite and "-m quick" in lines[suite]
+
+
+def test_a_fresh_install_is_compiled_by_one_collection_before_the_workers_start() -> None:
+    """pip installs without compiling; one collection compiles what the tests import, so the
+    workers, started at once, do not each compile the same modules (a fresh clone only)."""
+    setup = [
+        line
+        for line in dry_run("setup", fresh=True)
+        if "pip install" in line and "-c constraints" in line
+    ]
+    assert setup and all("--no-compile" in line for line in setup), setup
+    for target in ("test-main", "test-random", "check"):
+        lines = dry_run(target, fresh=True)
+        collect = first(lines, "--collect-only")
+        assert "-m pytest tests " in lines[collect] and collect < suite_runs(lines)[0], target
 
 
 def test_every_quick_file_exists_and_is_marked_at_collection() -> None:
