@@ -171,8 +171,10 @@ print(json.dumps([runs, files]))
 
 def _container_leftovers(container) -> tuple[list[int], list[str]]:
     """Sandbox processes still running, and files in the writable places (same on both engines:
-    a Python one-liner inside the container, not the engines' differing ``top``)."""
-    deadline = time.monotonic() + 3
+    a Python one-liner inside the container, not the engines' differing ``top``). Asked again
+    for up to 10 s while either is there: a run still ending when the probe asks (a scratch
+    folder was seen once, under load) is gone by then; a leak is not."""
+    deadline = time.monotonic() + 10
     while True:
         found = container.exec_run(["python3", "-c", _LEFTOVERS]).output.decode()
         lines = found.strip().splitlines()
@@ -181,7 +183,7 @@ def _container_leftovers(container) -> tuple[list[int], list[str]]:
             time.sleep(0.1)
             continue
         runs, files = json.loads(lines[-1])
-        if not runs or time.monotonic() > deadline:
+        if not (runs or files) or time.monotonic() > deadline:
             return runs, files
         time.sleep(0.1)
 
