@@ -56,8 +56,10 @@ def test_a_crashing_app_reports_exit_code_and_log_lines() -> None:
 
 
 def test_a_server_that_never_gets_healthy_times_out_and_is_stopped() -> None:
-    p = LocalProcessProvider("rt_apps:never_healthy", env=ENV, startup_timeout=2)
-    with pytest.raises(ServerStartError, match="startup_timeout=2.0s.*HTTP 503") as exc:
+    # long enough for the server to be up and answering 503 on a loaded machine (at 2 s it had
+    # not yet listened once, in a run beside a fresh install's first imports)
+    p = LocalProcessProvider("rt_apps:never_healthy", env=ENV, startup_timeout=6)
+    with pytest.raises(ServerStartError, match="startup_timeout=6.0s.*HTTP 503") as exc:
         p.start()
     assert "serving rt_apps:never_healthy" in str(exc.value)
     assert not p.running
