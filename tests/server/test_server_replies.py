@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import websockets
 from ports import free_port
@@ -195,19 +196,21 @@ def test_health_is_503_when_the_env_check_ready_fails(serve_app):
 # ---- serve() requires the token whatever wraps the app ------------------------------------------
 
 
-async def test_serve_of_a_wrapped_app_beyond_loopback_requires_the_token():
-    port = free_port("0.0.0.0")
+def _serve_wrapped_beyond_loopback() -> tuple[subprocess.Popen[str], int, str]:
+    """``server_cli_app:wrapped`` served on 0.0.0.0 and listening, with the token it printed.
+    Another port when the one picked was taken before the server bound it (another test's
+    server then answered on it)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENENV_TRAIN_TOKEN")}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env.get("PYTHONPATH", "")])
     cmd = [sys.executable, "-m", "openenv_train.server", "server_cli_app:wrapped"]
-    proc = subprocess.Popen(
-        [*cmd, "--host", "0.0.0.0", "--port", str(port)],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+    for _ in range(3):
+        port = free_port("0.0.0.0")
+        proc = subprocess.Popen(
+            [*cmd, "--host", "0.0.0.0", "--port", str(port)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stderr is not None
         printed = ""
         while "Generated token" not in printed:
@@ -217,7 +220,25 @@ async def test_serve_of_a_wrapped_app_beyond_loopback_requires_the_token():
         token = ""
         while not token:  # the token comes on its own indented line
             token = proc.stderr.readline().strip()
-        wait_until(lambda: _answers(url), timeout=30, what="server up")
+        wait_until(lambda p=proc, n=port: p.poll() is not None or _listens(p, n), 30, "server up")
+        if proc.poll() is None:
+            return proc, port, token
+        proc.communicate(timeout=30)
+    raise AssertionError("3 ports in a row were taken before the server bound them")
+
+
+def _listens(proc: subprocess.Popen[str], port: int) -> bool:
+    try:
+        conns = psutil.Process(proc.pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns)
+
+
+async def test_serve_of_a_wrapped_app_beyond_loopback_requires_the_token():
+    proc, port, token = _serve_wrapped_beyond_loopback()
+    url = f"http://127.0.0.1:{port}"
+    try:
         assert httpx.get(url + "/schema").status_code == 401
         assert httpx.get(url + "/extra").status_code == 401  # the wrapper's own route too
         with pytest.raises(websockets.InvalidStatus):

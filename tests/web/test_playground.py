@@ -167,7 +167,8 @@ def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page:
         page.goto(url + "/web")
         page.wait_for_selector("#action-form > *")
         page.click("#reset")
-        page.wait_for_selector("#history tbody tr")
+        # an env's first reset may import its library (textarena's 2048 took over 15 s under load)
+        page.wait_for_selector("#history tbody tr", timeout=45_000)
         assert page.inner_text("#action-error") == ""
         assert page.inner_text("#done") == "false"
     finally:
