@@ -220,7 +220,13 @@ def _serve_wrapped_beyond_loopback() -> tuple[subprocess.Popen[str], int, str]:
         token = ""
         while not token:  # the token comes on its own indented line
             token = proc.stderr.readline().strip()
-        wait_until(lambda p=proc, n=port: p.poll() is not None or _listens(p, n), 30, "server up")
+        try:
+            wait_until(
+                lambda p=proc, n=port: p.poll() is not None or _listens(p, n), 30, "server up"
+            )
+        except BaseException:
+            interrupt(proc)
+            raise
         if proc.poll() is None:
             return proc, port, token
         proc.communicate(timeout=30)
@@ -250,11 +256,3 @@ async def test_serve_of_a_wrapped_app_beyond_loopback_requires_the_token():
         assert httpx.get(url + "/health").status_code == 200
     finally:
         interrupt(proc)
-
-
-def _answers(url: str) -> bool:
-    try:
-        httpx.get(url + "/health")
-    except httpx.TransportError:
-        return False
-    return True
