@@ -82,6 +82,7 @@ class Report:
     lost: int = 0
     infra_scored_as_reward: int = 0
     infra_errors: int = 0
+    scored_as: list[str] = field(default_factory=list)  # each such episode's status, and when
     baseline_eps: float = 0.0
     seconds: float = 0.0
     faults: list[Fault] = field(default_factory=list)
@@ -95,7 +96,7 @@ class Recorder:
         self.done: list[float] = []
         self.errors: list[float] = []
         self.lost = 0
-        self.bad_rewards = 0
+        self.bad_rewards: list[tuple[float, str]] = []  # (when, the sandbox's status)
 
     def add(self, bucket: list[float]) -> None:
         with self.lock:
@@ -113,7 +114,7 @@ def play(pool: EnvPool, rec: Recorder, stop: threading.Event, retries: int) -> N
                         result = env.step(CodeAction(code=SOLUTION))
                 if result.reward != 1.0:
                     with rec.lock:
-                        rec.bad_rewards += 1
+                        rec.bad_rewards.append((time.monotonic(), result.observation.status))
                 rec.add(rec.done)
                 break
             except Exception:  # noqa: BLE001 - every failure here is the infrastructure's
@@ -244,6 +245,72 @@ def _steps(start: float, stop: float, step: float) -> list[float]:
     return [start + i * step for i in range(n)]
 
 
+def _hit(
+    pool: EnvPool, kind: str, t0: float, args: argparse.Namespace, log: Callable[[str], None]
+) -> Fault:
+    """Inject one fault into the pool's first running container (returns after the outage)."""
+    fault = Fault(kind, round(time.monotonic() - t0, 1))
+    targets = _containers(pool)
+    if targets:
+        fault.container = targets[0].name
+        try:
+            fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
+        except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
+            fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
+    else:
+        fault.skipped = "no running container to hit"
+    log(f"{fault.at_s:7.1f}s  {kind}  {fault.skipped or 'injected'}")
+    return fault
+
+
+def _fixed_schedule(
+    pool: EnvPool,
+    kinds: list[str],
+    faults: list[Fault],
+    t0: float,
+    args: argparse.Namespace,
+    log: Callable[[str], None],
+) -> None:
+    """A fault every ``--fault-every`` s for ``--minutes``, whatever the pool's state: recovery
+    is read from throughput afterwards (``analyse``)."""
+    end = time.monotonic() + args.minutes * 60
+    next_at = time.monotonic() + args.fault_every
+    while time.monotonic() < end:
+        if time.monotonic() >= next_at and next_at + 10 < end:
+            if faults:
+                faults[-1].close(pool)
+            faults.append(_hit(pool, kinds[len(faults) % len(kinds)], t0, args, log))
+            next_at += args.fault_every
+        time.sleep(0.2)
+    if faults:
+        faults[-1].close(pool)
+
+
+def _await_recovery(
+    pool: EnvPool, fault: Fault, rec: Recorder, t0: float, args: argparse.Namespace
+) -> None:
+    """Wait (at most ``--until-recovered`` s) until the pool is whole again, a killed container
+    replaced, and every worker's worth of episodes has finished on it since; the time from the
+    fault to then is its time to recover. A throughput bar would measure the machine's other
+    load as much as the pool, which is why the shared-machine test uses this mode."""
+    if fault.skipped:
+        return
+    killed = fault.kind in ("server_sigkill", "container_kill")
+    deadline = time.monotonic() + args.until_recovered
+    whole_at: float | None = None
+    while time.monotonic() < deadline:
+        fault.close(pool)
+        if whole_at is None and fault.pool_after >= args.servers and (fault.replaced or not killed):
+            whole_at = time.monotonic()
+        if whole_at is not None:
+            with rec.lock:
+                served = sum(t >= whole_at for t in rec.done)
+            if served >= args.workers:
+                fault.recover_s = round(time.monotonic() - t0 - fault.at_s, 1)
+                return
+        time.sleep(0.2)
+
+
 def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
     from openenv_train.cli.env_build import build_image
 
@@ -270,37 +337,26 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
                 stop.set()
                 raise RuntimeError(f"no episode finished within {WARMUP_S:.0f} s of the start")
             time.sleep(0.1)
-        end = time.monotonic() + args.minutes * 60
-        next_at = time.monotonic() + args.fault_every
-        while time.monotonic() < end:
-            if time.monotonic() >= next_at and next_at + 10 < end:
-                if faults:
-                    faults[-1].close(pool)
-                kind = kinds[len(faults) % len(kinds)]
-                fault = Fault(kind, round(time.monotonic() - t0, 1))
-                targets = _containers(pool)
-                if targets:
-                    fault.container = targets[0].name
-                    try:
-                        fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
-                    except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
-                        fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
-                else:
-                    fault.skipped = "no running container to hit"
-                log(f"{fault.at_s:7.1f}s  {kind}  {fault.skipped or 'injected'}")
-                faults.append(fault)
-                next_at += args.fault_every
-            time.sleep(0.2)
-        if faults:
-            faults[-1].close(pool)
+        if args.until_recovered:
+            for kind in kinds:
+                time.sleep(args.fault_every)
+                faults.append(_hit(pool, kind, t0, args, log))
+                _await_recovery(pool, faults[-1], rec, t0, args)
+        else:
+            _fixed_schedule(pool, kinds, faults, t0, args, log)
         stop.set()
         for w in workers:
             w.join(timeout=60)
         end = time.monotonic()
     report.episodes, report.lost = len(rec.done), rec.lost
-    report.infra_scored_as_reward, report.infra_errors = rec.bad_rewards, len(rec.errors)
+    report.infra_scored_as_reward, report.infra_errors = len(rec.bad_rewards), len(rec.errors)
+    report.scored_as = [f"{status} at {t - t0:.1f} s" for t, status in rec.bad_rewards]
     report.seconds = round(end - t0, 1)
+    recovered = [f.recover_s for f in faults]
     analyse(rec, faults, t0, end, report, args.recover_at)
+    if args.until_recovered:  # recovery was read from the pool while it ran, not throughput
+        for fault, recover_s in zip(faults, recovered, strict=True):
+            fault.recover_s = recover_s
     report.faults = faults
     return report
 
@@ -323,6 +379,14 @@ def main(argv: list[str] | None = None) -> int:
         dest="recover_at",
         help="recovered once the 3-s throughput is back to this fraction of the baseline",
     )
+    parser.add_argument(
+        "--until-recovered",
+        type=float,
+        default=0.0,
+        dest="until_recovered",
+        help="each fault once, the next one --fault-every s after the pool is whole and serving "
+        "again (at most this many s); --minutes is then unused",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     report = run(args, log=(lambda _m: None) if args.json else print)
@@ -333,12 +397,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _listed(items: list[str]) -> str:
+    return f" ({', '.join(items[:5])})" if items else ""
+
+
 def table(report: Report) -> str:
     """The report as a line of totals and a Markdown table of the faults."""
     lines = [
         f"episodes {report.episodes} in {report.seconds}s (baseline "
         f"{report.baseline_eps:.2f}/s); lost {report.lost}; infrastructure failures scored as "
-        f"reward {report.infra_scored_as_reward}; failed tries (retried) {report.infra_errors}",
+        f"reward {report.infra_scored_as_reward}{_listed(report.scored_as)}; failed tries (retried) {report.infra_errors}",
         "| fault | at s | failed tries | lowest throughput | time to recover | pool after |",
         "|---|---|---|---|---|---|",
     ]

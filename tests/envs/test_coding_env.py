@@ -292,3 +292,56 @@ def test_a_run_works_when_the_servers_descriptors_pass_1024() -> None:
     finally:
         for fd in held:
             os.close(fd)
+
+
+_FROZEN_RUN = """
+import json, sys
+from coding_env import TASKS_BY_ID, Limits, run_tests
+limits = Limits(wall_seconds=2.0, frozen_seconds=float(sys.argv[1]))
+print("go", flush=True)
+code = "import time\\ntime.sleep(1.0)\\ndef add(a, b):\\n    return a + b"
+result = run_tests(code, TASKS_BY_ID["add"].tests, limits)
+print(json.dumps({"status": result.status, "passed": result.passed, "total": result.total}))
+"""
+
+
+def _run_frozen_for(seconds: float, forgive_s: float) -> dict:
+    """A 1-s submission under a 2-s wall limit, its server (and the run) frozen with SIGSTOP
+    for ``seconds`` mid-run, as ``docker pause`` freezes a whole container."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FROZEN_RUN, str(forgive_s)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "go"
+        server = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 30
+        while not server.children() and time.monotonic() < deadline:  # the run has started
+            time.sleep(0.02)
+        assert server.children(), "the sandbox run never started"
+        time.sleep(0.3)
+        frozen = [server, *server.children(recursive=True)]
+        for p in frozen:
+            p.suspend()
+        time.sleep(seconds)
+        for p in frozen:
+            p.resume()
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_a_frozen_server_is_not_scored_a_timeout() -> None:
+    """Frozen 3 s (past the 2-s wall limit) mid-run: the frozen time is not the submission's."""
+    result = _run_frozen_for(3.0, forgive_s=30.0)
+    assert result == {"status": "ok", "passed": result["total"], "total": result["total"]}
+
+
+def test_the_frozen_time_forgiven_is_bounded() -> None:
+    """The same freeze with only 0.5 s forgiven: the wall limit holds (a submission that starves
+    its server on purpose gains at most ``frozen_seconds``)."""
+    assert _run_frozen_for(3.0, forgive_s=0.5)["status"] == "timeout"

@@ -326,10 +326,12 @@ def runner_path() -> Path:
     return sandbox.RUNNER
 
 
-def sandbox_processes(runner: Path | str) -> list[int]:
+def sandbox_processes(runner: Path | str, own: bool = False) -> list[int]:
     """Processes running ``runner`` (this checkout's runner path, or ``"runner.py"`` for any
     sandboxed run, a container's included: their processes are in this /proc too); a forked
-    child keeps its cmdline."""
+    child keeps its cmdline. ``own``: only this process's runs (under it or its server) and
+    orphans (a run whose parent is gone escaped it), not another test process's run in progress
+    (a run held up for seconds, a frozen one, is no leak of this round's)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -338,9 +340,19 @@ def sandbox_processes(runner: Path | str) -> list[int]:
             cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if str(runner).encode() in cmd:
+        if str(runner).encode() in cmd and (not own or _ours_or_orphan(int(entry))):
             found.append(int(entry))
     return found
+
+
+def _ours_or_orphan(pid: int) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.ppid() <= 1 or any(p.pid == os.getpid() for p in proc.parents())
+    except psutil.Error:  # gone meanwhile
+        return False
 
 
 def left_files() -> list[str]:
@@ -410,7 +422,7 @@ def run_round(
                 except BlockingIOError:
                     break
     deadline = time.monotonic() + 3
-    while sandbox_processes(runner) and time.monotonic() < deadline:
+    while sandbox_processes(runner, own=True) and time.monotonic() < deadline:
         time.sleep(0.05)
     return Outcome(
         attack,
@@ -420,7 +432,7 @@ def run_round(
         victim["r"][0],
         victim["r"][1],
         hashlib.sha256(runner.read_bytes()).hexdigest() != digest,
-        sandbox_processes(runner),
+        sandbox_processes(runner, own=True),
         left_files(),
         connections,
         server_ok,

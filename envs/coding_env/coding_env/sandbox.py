@@ -45,6 +45,7 @@ from functools import cache
 from pathlib import Path
 
 from . import landlock
+from .deadline import TICK_S, RunDeadline
 from .grading import MAX_VALUE_CHARS, Check, grade, parse_test
 from .seccomp import build_filter
 
@@ -75,6 +76,9 @@ class Limits:
     memory_mb: int = 256
     output_bytes: int = 65_536
     wall_seconds: float = 5.0
+    #: frozen time (a paused container, an unscheduled server) not counted against
+    #: ``wall_seconds``, at most this much per run (``RunDeadline``)
+    frozen_seconds: float = 30.0
     source_bytes: int = 65_536
     scratch_bytes: int = 8 * 2**20
     scratch_files: int = 64
@@ -96,6 +100,7 @@ class Limits:
             memory_mb=int(num("CODING_MEMORY_MB", 256, int)),
             output_bytes=int(num("CODING_OUTPUT_BYTES", 65_536, int)),
             wall_seconds=float(num("CODING_WALL_SECONDS", 5.0, float)),
+            frozen_seconds=float(num("CODING_FROZEN_SECONDS", 30.0, float)),
             scratch_bytes=int(num("CODING_SCRATCH_MB", 8, int)) * 2**20,
             scratch_files=int(num("CODING_SCRATCH_FILES", 64, int)),
         )
@@ -433,7 +438,7 @@ def _collect(
 ) -> _Streams:
     """Feed the job, read both pipes until EOF, a bound, or the wall-clock deadline; the scratch
     folder is checked against its bounds all along (``SCRATCH_CHECK_S``) and at the end."""
-    deadline = time.monotonic() + limits.wall_seconds
+    deadline = RunDeadline(limits.wall_seconds, limits.frozen_seconds)
     result_limit = 4096 + n_tests * (MAX_VALUE_CHARS + 400)
     streams = _Streams()
     try:
@@ -457,7 +462,7 @@ def _read_until(
     result_r: int,
     out_r: int,
     streams: _Streams,
-    deadline: float,
+    deadline: RunDeadline,
     output_limit: int,
     result_limit: int,
     scratch: _Scratch | None,
@@ -468,17 +473,16 @@ def _read_until(
     open_fds = 2
     next_check = time.monotonic() + SCRATCH_CHECK_S
     while open_fds:
-        now = time.monotonic()
-        remaining = deadline - now
-        if remaining <= 0:
+        wait = deadline.next_wait(SCRATCH_CHECK_S if scratch is not None else TICK_S)
+        if wait <= 0:
             streams.stopped = "timeout"
             return
+        now = time.monotonic()
         if scratch is not None and now >= next_check:
             if scratch.over():
                 streams.stopped = "scratch_limit"
                 return
             next_check = now + SCRATCH_CHECK_S
-        wait = min(remaining, SCRATCH_CHECK_S) if scratch is not None else remaining
         for fd, _ in poller.poll(wait * 1000):
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -495,7 +499,7 @@ def _read_until(
                     streams.stopped = "output_limit"
                     return
     try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        proc.wait(timeout=deadline.left())
     except subprocess.TimeoutExpired:
         streams.stopped = "timeout"
 
