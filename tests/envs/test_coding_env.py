@@ -3,6 +3,7 @@ attack (each followed by a health check and a normal episode: the server never g
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -327,8 +328,9 @@ def _run_frozen_for(seconds: float, forgive_s: float) -> dict:
         for p in frozen:
             p.suspend()
         time.sleep(seconds)
-        for p in frozen:
-            p.resume()
+        for p in reversed(frozen):  # the run first: a thawed server may end it at once
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.resume()
         out, _ = proc.communicate(timeout=60)
     finally:
         proc.kill()
