@@ -221,9 +221,10 @@ def analyse(
     end: float,
     report: Report,
     recover_at: float = 0.8,
+    recovery_from_throughput: bool = True,
 ) -> None:
-    """Baseline before the first fault; per fault the dip and the time back to ``recover_at``
-    of it."""
+    """Baseline before the first fault; per fault the dip and (unless the run read recovery
+    from the pool, ``--until-recovered``) the time back to ``recover_at`` of it."""
     first = faults[0].at_s if faults else end - t0
     warm = rec.done[0] if rec.done else t0  # from the first episode to the first fault
     report.baseline_eps = rate(rec.done, warm, t0 + first)
@@ -234,6 +235,8 @@ def analyse(
         windows = [rate(rec.done, t, t + 3) for t in _steps(start, stop - 3, 0.5)]
         if windows and report.baseline_eps:
             fault.dip = round(min(windows) / report.baseline_eps, 2)
+        if not recovery_from_throughput:
+            continue
         for t in _steps(start, stop - 3, 0.5):
             if rate(rec.done, t, t + 3) >= recover_at * report.baseline_eps and t > start:
                 fault.recover_s = round(t + 3 - start, 1)
@@ -352,11 +355,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Report:
     report.infra_scored_as_reward, report.infra_errors = len(rec.bad_rewards), len(rec.errors)
     report.scored_as = [f"{status} at {t - t0:.1f} s" for t, status in rec.bad_rewards]
     report.seconds = round(end - t0, 1)
-    recovered = [f.recover_s for f in faults]
-    analyse(rec, faults, t0, end, report, args.recover_at)
-    if args.until_recovered:  # recovery was read from the pool while it ran, not throughput
-        for fault, recover_s in zip(faults, recovered, strict=True):
-            fault.recover_s = recover_s
+    analyse(rec, faults, t0, end, report, args.recover_at, not args.until_recovered)
     report.faults = faults
     return report
 
