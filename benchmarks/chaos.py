@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -145,11 +146,11 @@ def inject(kind: str, provider: ContainerProvider, outage: float, allow_restart:
         network = client.networks.get("bridge")
         network.disconnect(container)
         time.sleep(outage)
-        _unless_replaced(lambda: network.connect(container))
+        _unless_replaced(lambda: network.connect(container), container)
     elif kind == "env_stall":
         container.pause()
         time.sleep(outage)
-        _unless_replaced(container.unpause)
+        _unless_replaced(container.unpause, container)
     elif kind == "engine_restart":
         if not allow_restart:
             return "refused: restarting the engine stops every container of every user"
@@ -199,15 +200,23 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _unless_replaced(undo: Callable[[], object]) -> None:
-    """Undo a fault, unless the pool has already removed the container (it found it dead and
-    started another: the recovery this benchmark measures)."""
+def _unless_replaced(undo: Callable[[], object], container: Any) -> None:
+    """Undo a fault, unless the pool has already removed the container or is removing it (it
+    found it dead and started another: the recovery this benchmark measures). Docker answers a
+    network connect to a container being removed with a 500, not a 404."""
     import docker.errors
 
     try:
         undo()
     except docker.errors.NotFound:
         pass
+    except docker.errors.APIError:
+        try:
+            container.reload()
+        except docker.errors.NotFound:
+            return
+        if container.status in ("running", "paused"):
+            raise
 
 
 def rate(times: list[float], start: float, end: float) -> float:
@@ -295,10 +304,9 @@ def _await_recovery(
     """Wait (at most ``--until-recovered`` s) until the pool is whole again, a killed container
     replaced, and every worker's worth of episodes has finished on it since; the time from the
     fault to then is its time to recover. A throughput bar would measure the machine's other
-    load as much as the pool, which is why the shared-machine test uses this mode."""
-    if fault.skipped:
-        return
-    killed = fault.kind in ("server_sigkill", "container_kill")
+    load as much as the pool, which is why the shared-machine test uses this mode. A skipped
+    fault waits too (it may have half happened), so the next one finds the pool whole."""
+    killed = fault.kind in ("server_sigkill", "container_kill") and not fault.skipped
     deadline = time.monotonic() + args.until_recovered
     whole_at: float | None = None
     while time.monotonic() < deadline:
@@ -309,7 +317,8 @@ def _await_recovery(
             with rec.lock:
                 served = sum(t >= whole_at for t in rec.done)
             if served >= args.workers:
-                fault.recover_s = round(time.monotonic() - t0 - fault.at_s, 1)
+                if not fault.skipped:
+                    fault.recover_s = round(time.monotonic() - t0 - fault.at_s, 1)
                 return
         time.sleep(0.2)
 

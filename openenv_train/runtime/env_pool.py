@@ -6,7 +6,10 @@ servers, keeps ``min_size`` warm, grows up to ``max_size`` while callers wait, s
 back to ``min_size`` after ``idle_timeout``, and reclaims leases whose holder crashed: its thread
 died, the lease object was dropped without ``release()``, or it outlived ``lease_ttl``.
 A server still holding sessions when it comes back is only reused once they drain (else it is
-replaced). ``close()`` stops everything, verified by each provider; a server whose stop failed
+replaced). A server whose process has exited is replaced at its first failed check; one whose
+process still runs only after ``unhealthy_after`` failed checks in a row (a loaded machine can
+delay one answer past the probe's timeout, and a pool that replaced a slow healthy server on it
+would cut its capacity just when it is short). ``close()`` stops everything, verified by each provider; a server whose stop failed
 (the engine unreachable) is stopped again on each check and at ``close()``.
 
 ``single_use=True``: each server serves one lease, then is stopped, and a spare is started as one
@@ -38,6 +41,7 @@ class _Slot:
         self.state = "starting"  # starting | idle | leased | draining | stopping
         self.since = time.monotonic()
         self.holder: threading.Thread | None = None
+        self.failed_checks = 0  # in a row; a check answered resets it
 
     @property
     def base_url(self) -> str:
@@ -80,6 +84,7 @@ class EnvPool:
         idle_timeout: float = 60.0,
         drain_timeout: float = 5.0,
         check_interval: float = 0.5,
+        unhealthy_after: int = 3,
         single_use: bool = False,
     ) -> None:
         max_size = min_size if max_size is None else max_size
@@ -89,10 +94,12 @@ class EnvPool:
             raise ValueError(f"max_size must be an int >= max(1, min_size), got {max_size!r}")
         if lease_ttl is not None and lease_ttl <= 0:
             raise ValueError(f"lease_ttl must be > 0 seconds or None, got {lease_ttl!r}")
+        if not (isinstance(unhealthy_after, int) and unhealthy_after >= 1):
+            raise ValueError(f"unhealthy_after must be an int >= 1, got {unhealthy_after!r}")
         self.factory, self.min_size, self.max_size = factory, min_size, max_size
         self.lease_ttl, self.idle_timeout = lease_ttl, idle_timeout
         self.drain_timeout, self.check_interval = drain_timeout, check_interval
-        self.single_use = single_use
+        self.unhealthy_after, self.single_use = unhealthy_after, single_use
         self.replaced = 0  # servers found dead and replaced
         self.reclaimed = 0  # leases taken back from crashed holders
         self._slots: list[_Slot] = []
@@ -214,6 +221,13 @@ class EnvPool:
         probe = getattr(slot.provider, "probe", None)
         return probe() if probe is not None else health(slot.base_url, timeout=timeout)
 
+    def _dead(self, slot: _Slot) -> bool:
+        """After a failed check: dead when its process has exited, or after ``unhealthy_after``
+        failed checks in a row while it still runs (unresponsive: hung, or cut off)."""
+        slot.failed_checks += 1
+        exited = not getattr(slot.provider, "running", True)
+        return exited or slot.failed_checks >= self.unhealthy_after
+
     def _clean(self, slot: _Slot) -> bool:
         h = self._health(slot)
         return h is not None and not h.get("active_sessions")
@@ -313,8 +327,11 @@ class EnvPool:
                     continue
                 h = self._health(s, timeout=1.0)
                 if h is None:
-                    self._retire(s, replace=True)  # dead: replaced if below min_size
-                elif s.state == "draining":
+                    if self._dead(s):
+                        self._retire(s, replace=True)  # replaced if below min_size
+                    continue
+                s.failed_checks = 0
+                if s.state == "draining":
                     if not h.get("active_sessions"):
                         with self._cond:
                             s.state, s.since = "idle", time.monotonic()

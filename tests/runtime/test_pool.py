@@ -74,6 +74,23 @@ def test_a_dead_server_is_replaced_in_the_background():
             assert httpx.get(lease.base_url + "/health").status_code == 200
 
 
+def test_a_server_slow_to_answer_is_kept_and_one_that_stays_unresponsive_is_replaced():
+    """A loaded machine can hold one ``/health`` answer past the check's 1-s timeout: two failed
+    checks in a row keep the server; the third replaces it (its process still runs: hung)."""
+    with local_pool(min_size=1, unhealthy_after=3) as pool:
+        with pool.acquire() as lease:
+            pid = lease.provider.pid
+        os.killpg(pid, signal.SIGSTOP)  # frozen 1.5 s: at most two checks time out
+        time.sleep(1.5)
+        os.killpg(pid, signal.SIGCONT)
+        with pool.acquire(timeout=10) as lease:
+            assert lease.provider.pid == pid and pool.replaced == 0
+        os.killpg(pid, signal.SIGSTOP)  # frozen for good: three failed checks, then replaced
+        wait_for(lambda: pool.replaced == 1 and pool.stats()["idle"] == 1)
+        with pool.acquire() as lease:
+            assert lease.provider.pid != pid
+
+
 def test_a_server_whose_stop_failed_is_stopped_on_a_later_check():
     """An engine restarting while the pool retires a container: its stop fails, and the pool
     used to forget it (the container stayed behind). Stand-in: a real local server whose first
@@ -147,6 +164,8 @@ def test_bad_sizes_name_the_field():
         EnvPool(lambda: None, min_size=2, max_size=1)
     with pytest.raises(ValueError, match="min_size"):
         EnvPool(lambda: None, min_size=-1)
+    with pytest.raises(ValueError, match="unhealthy_after"):
+        EnvPool(lambda: None, unhealthy_after=0)
 
 
 def test_the_rollout_engine_takes_a_pool():

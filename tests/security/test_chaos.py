@@ -45,7 +45,8 @@ def test_each_fault_loses_nothing_and_the_pool_recovers_before_the_next() -> Non
     assert report.lost == 0, table
     assert report.infra_scored_as_reward == 0, table
     injected = [f for f in report.faults if not f.skipped]
-    assert {f.kind for f in injected} >= {"server_sigkill", "container_kill", "env_stall"}, table
+    every = {"server_sigkill", "container_kill", "network_cut", "env_stall"}
+    assert {f.kind for f in injected} >= every, table
     # Whole again (a killed container replaced: only a new one brings the pool back to size)
     # and serving a round of episodes, within the bound.
     assert all(f.recover_s is not None for f in injected), table
