@@ -73,6 +73,7 @@ class RayServer:
     base_url: str
     node_id: str
     pid: int | None
+    failed_checks: int = 0  # /health failures in a row while the actor answered
 
 
 @functools.cache
@@ -141,6 +142,7 @@ class RayServerGroup:
         env: Mapping[str, str] | None = None,
         startup_timeout: float = 60.0,
         health_timeout: float = 2.0,
+        unhealthy_after: int = 3,
         replace_timeout: float = 30.0,
         connection: RayConnection | None = None,
     ) -> None:
@@ -157,6 +159,9 @@ class RayServerGroup:
             self.env["OPENENV_TRAIN_TOKEN"] = self.token
         self.startup_timeout = float(startup_timeout)
         self.health_timeout = float(health_timeout)
+        if not (isinstance(unhealthy_after, int) and unhealthy_after >= 1):
+            raise ValueError(f"unhealthy_after: {unhealthy_after!r}; use an int >= 1 (e.g. 3)")
+        self.unhealthy_after = unhealthy_after
         self.replace_timeout = float(replace_timeout)
         self.target = 0
         self.connection = connection
@@ -253,7 +258,9 @@ class RayServerGroup:
             self._kill(extra)
 
     def dead(self) -> list[int]:
-        """Indices of servers whose ``/health`` does not answer or whose actor is gone."""
+        """Indices of servers whose actor, node or server process is gone, and of those whose
+        ``/health`` failed ``unhealthy_after`` checks in a row while the process runs (hung; one
+        answer a loaded machine held past ``health_timeout`` is not a death)."""
         ray = import_ray()
         if not self.servers:
             return []
@@ -264,13 +271,19 @@ class RayServerGroup:
                     self.servers,
                 )
             )
-        refs = {i: s.actor.alive.remote() for i, s in enumerate(self.servers) if ok[i]}
-        for i, ref in refs.items():
+        refs = [s.actor.alive.remote() for s in self.servers]
+        dead = []
+        for i, (server, ref) in enumerate(zip(self.servers, refs, strict=True)):
             try:
-                ok[i] = bool(ray.get(ref, timeout=self.health_timeout))
-            except (ray.exceptions.RayError, TimeoutError):
-                ok[i] = False
-        return [i for i, good in enumerate(ok) if not good]
+                gone = not ray.get(ref, timeout=self.health_timeout)
+            except ray.exceptions.GetTimeoutError:
+                gone = False  # the actor is slow to answer: its server's /health decides
+            except ray.exceptions.RayError:
+                gone = True
+            server.failed_checks = 0 if ok[i] else server.failed_checks + 1
+            if gone or server.failed_checks >= self.unhealthy_after:
+                dead.append(i)
+        return dead
 
     def heal(self) -> int:
         """Replace dead servers (and any missing below the target size); returns how many started.
@@ -364,7 +377,8 @@ def start_ray_servers(
     connected; ``address=None`` starts a local cluster for the run (``num_cpus`` caps it). The
     group's ``stop()`` also disconnects what this call connected. ``options`` go to
     :class:`RayServerGroup` (``cpus_per_server``, ``resources``, ``placement``, ``bind_host``,
-    ``token``, ``env``, ``startup_timeout``, ``health_timeout``, ``replace_timeout``).
+    ``token``, ``env``, ``startup_timeout``, ``health_timeout``, ``unhealthy_after``,
+    ``replace_timeout``).
     """
     started = time.perf_counter()
     connection = RayConnection(address, num_cpus=num_cpus)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from blackjack_env import BlackjackEnv
 from ray_helpers import APP, node_id_with, wait_gone
@@ -43,8 +46,15 @@ def test_pinned_by_node_id_and_by_custom_resource(cluster, no_leaks):
 def test_dead_server_detected_and_replaced(cluster, no_leaks):
     import ray
 
-    with RayServerGroup(APP, cpus_per_server=0.1).start(3) as fleet:
+    with RayServerGroup(APP, cpus_per_server=0.1, health_timeout=0.5).start(3) as fleet:
         assert fleet.dead() == [] and fleet.heal() == 0
+        hung = fleet.servers[2]
+        os.kill(hung.pid, signal.SIGSTOP)  # runs, answers nothing: dead at the third check
+        try:
+            assert [fleet.dead(), fleet.dead(), fleet.dead()] == [[], [], [2]]
+        finally:
+            os.kill(hung.pid, signal.SIGCONT)
+        assert fleet.dead() == [] and hung.failed_checks == 0  # it answered: counted afresh
         victim = fleet.servers[1]
         ray.kill(victim.actor, no_restart=True)  # the actor dies: its server process dies with it
         assert not wait_gone([victim.pid]), "the server outlived its actor"
