@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,6 +66,8 @@ class SelfPlayGame:
     moves: list[str] = field(default_factory=list)
     #: the seat of each model answer, in play order
     answers: list[int] = field(default_factory=list)
+    #: the text of each answer (replayed ones included), in play order
+    texts: list[str] = field(default_factory=list)
     #: the step result the game ended on (None where it was cut: the turn limit, or an illegal
     #: answer with no fallback move)
     end: Any = None
@@ -82,17 +85,22 @@ async def play_game(
     config: RolloutConfig,
     reset_kwargs: dict[str, Any],
     sampling: SamplingSettings | None = None,
+    replay: dict[int, list[str]] | None = None,
 ) -> SelfPlayGame:
     """Play one game on ``client`` (an open session holding every seat) with ``generate`` in
     every seat (or ``generate[s]`` in seat ``s``). ``config.max_turns`` bounds each seat's
-    answers."""
+    answers. ``replay[s]``: seat ``s``'s first answers, given instead of generated (in its
+    context as the model's answer would be, masked out of training like env text): with the
+    seed, the game goes back to a position it reached before and plays on from there."""
     sampling = sampling or config.sampling(codec.tokenizer)
+    replay = dict(replay or {})
     result = await client.reset(**reset_kwargs)
     n = int(result.observation.num_players)
     tokens: list[EpisodeTokens | None] = [None] * n
     turns = [0] * n
     moves: list[str] = []
     answers: list[int] = []
+    texts: list[str] = []
     invalid: set[int] = set()
     rng = random.Random(reset_kwargs.get("seed"))
     while not result.done:
@@ -105,7 +113,7 @@ async def play_game(
             )
         if turns[s] >= config.max_turns:
             rewards = [spec.truncation_reward] * n
-            return _game(reset_kwargs, tokens, turns, rewards, LIMIT, moves, answers)
+            return _game(reset_kwargs, tokens, turns, rewards, LIMIT, moves, answers, texts)
         seat_tokens = tokens[s]
         if seat_tokens is None:
             text = spec.initial_prompt(result, None)
@@ -114,24 +122,34 @@ async def play_game(
             seat_tokens.add_env(
                 codec.turn_ids([{"role": spec.env_role, "content": spec.render(result)}])
             )
-        answer = generate[s] if isinstance(generate, list) else generate
-        allowed = legal_answer_ids(spec, obs, codec.tokenizer)
-        if allowed is None:
-            gen = await answer(seat_tokens.context(), sampling)
+        given = replay.get(s, [])
+        text = given[turns[s]] if turns[s] < len(given) else ""
+        action = _action(spec, text, obs) if text else None  # None: the model answers
+        if action is not None:
+            eos = codec.tokenizer.eos_token_id
+            seat_tokens.add_env(codec.tokenizer.encode(text, add_special_tokens=False) + [eos])
         else:
-            gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
-        if not gen.token_ids:
-            raise RuntimeError("the policy returned no tokens; it must generate at least one")
-        seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+            replay.pop(s, None)  # the game went another way than before: the model takes over
+            answer = generate[s] if isinstance(generate, list) else generate
+            allowed = legal_answer_ids(spec, obs, codec.tokenizer)
+            if allowed is None:
+                gen = await answer(seat_tokens.context(), sampling)
+            else:
+                gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
+            if not gen.token_ids:
+                raise RuntimeError("the policy returned no tokens; it must generate at least one")
+            seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+            text = gen.text
+            action = _action(spec, text, obs)
         turns[s] += 1
         answers.append(s)
-        action = _action(spec, gen.text, obs)
+        texts.append(text)
         if action is None:
             fallback = getattr(spec, "fallback_action", None)
             if fallback is None:  # the game ends here; seats that never moved get no row
                 rewards = [0.0] * n
                 rewards[s] = float(spec.invalid_action_reward)
-                return _game(reset_kwargs, tokens, turns, rewards, "invalid", moves, answers)
+                return _game(reset_kwargs, tokens, turns, rewards, "invalid", moves, answers, texts)
             invalid.add(s)
             action = fallback(obs, rng)
         moves.append(getattr(action, "move", str(action)))
@@ -145,7 +163,7 @@ async def play_game(
     for s in invalid:
         returns[s] = float(spec.invalid_action_reward)
     stop = "invalid" if invalid else "done"
-    return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, end=result)
+    return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, texts, end=result)
 
 
 def seats_of(spec: Any) -> int:
@@ -186,10 +204,11 @@ def _game(
     stop: str,
     moves: list[str],
     answers: list[int],
+    texts: list[str],
     end: Any = None,
 ) -> SelfPlayGame:
     seats = [SeatRecord(s, tokens[s], turns[s], rewards[s]) for s in range(len(tokens))]
-    return SelfPlayGame(kwargs.get("seed"), seats, list(rewards), stop, moves, answers, end)
+    return SelfPlayGame(kwargs.get("seed"), seats, list(rewards), stop, moves, answers, texts, end)
 
 
 def game_turns(game: SelfPlayGame, codec: TokenCodec, spec: Any) -> dict[str, Any]:
@@ -268,6 +287,8 @@ class _Task:
     batchers: list[GenerationBatcher]
     #: extra reset arguments (a seat held against the server's built-in opponent, openings)
     reset: dict[str, Any] = field(default_factory=dict)
+    #: per seat, the first answers given rather than generated (a lost game played again)
+    replay: dict[int, list[str]] = field(default_factory=dict)
 
 
 class SelfPlayRunner:
@@ -291,6 +312,15 @@ class SelfPlayRunner:
     seed): its answers are compared from positions all through the game, not only the first.
     The evals (:meth:`play`) start from the game's own start.
 
+    ``replay_share`` > 0 (with ``builtin_share``): the runner keeps the last ``replay_size``
+    games per seat that the policy lost against a built-in opponent, and that share of the
+    groups plays one of them again, per seat: the same seed and opponent, the seat's answers
+    given up to one or two before its last (so the seeded opponent answers as it did), then
+    the group's games play on from that position. The given answers are in each row's context
+    as they were, masked out of training: the group compares only the answers from the
+    position where the game was lost. A seat with no lost game kept plays a usual group
+    against a built-in opponent.
+
     ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
     order they start, decoded seat by seat (:func:`game_turns`); none are decoded without one.
     """
@@ -311,13 +341,20 @@ class SelfPlayRunner:
         builtin_share: float = 0.0,
         builtin_opponents: tuple[str, ...] = ("random",),
         openings: int = 0,
+        replay_share: float = 0.0,
+        replay_size: int = 512,
         recorder: EpisodeRecorder | None = None,
     ) -> None:
         if advantages not in ADVANTAGES:
             raise ValueError(f"advantages must be one of {ADVANTAGES}, got {advantages!r}")
         if not clients:
             raise ValueError("clients: give at least one open session")
-        for name, share in (("pool_share", pool_share), ("builtin_share", builtin_share)):
+        shares = (
+            ("pool_share", pool_share),
+            ("builtin_share", builtin_share),
+            ("replay_share", replay_share),
+        )
+        for name, share in shares:
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {share}")
         self.policy = policy
@@ -337,6 +374,18 @@ class SelfPlayRunner:
         if openings < 0:
             raise ValueError(f"openings must be >= 0, got {openings}")
         self.openings = openings
+        if replay_share and not builtin_share:
+            raise ValueError(
+                "replay_share replays games lost against a built-in opponent (the server's seeded "
+                "opponent answers again as it did): set builtin_share > 0 too"
+            )
+        if replay_size < 1:
+            raise ValueError(f"replay_size must be >= 1, got {replay_size}")
+        self.replay_share = replay_share
+        #: per seat: (seed, reset arguments, the seat's answers) of games it lost
+        self._lost: list[deque[tuple[int, dict[str, Any], list[str]]]] = [
+            deque(maxlen=replay_size) for _ in range(num_seats)
+        ]
         self.recorder = recorder  # keeps the first games decoded for the run viewer (evals)
         self.codec = TokenCodec(policy.tokenizer, chat_template=config.chat_template)
         self.batcher = self._batcher(policy)
@@ -376,7 +425,10 @@ class SelfPlayRunner:
         for u in range(units):
             seed = base + u
             start = {"openings": self._rng.randint(0, self.openings)} if self.openings else {}
-            if self.builtin_share and self._rng.random() < self.builtin_share:
+            if self.replay_share and any(self._lost) and self._rng.random() < self.replay_share:
+                for s in range(n):
+                    tasks += self._replayed(u, s, seed, start, per_unit)
+            elif self.builtin_share and self._rng.random() < self.builtin_share:
                 for s in range(n):
                     opponent = self._rng.choice(self.builtin_opponents)
                     held = {**start, "seat": s, "opponent": opponent}
@@ -393,6 +445,32 @@ class SelfPlayRunner:
                 every = tuple(range(n))
                 tasks += [_Task(u, seed, every, [live] * n, start) for _ in range(per_unit)]
         return tasks
+
+    def _replayed(
+        self, unit: int, seat: int, seed: int, start: dict[str, Any], per_unit: int
+    ) -> list[_Task]:
+        """``seat``'s group of a replay unit: a lost game of its own played again from one or two
+        answers before its last (a usual group against a built-in opponent if none is kept)."""
+        live, n, lost = self.batcher, self.num_seats, self._lost[seat]
+        if not lost:
+            held = {**start, "seat": seat, "opponent": self._rng.choice(self.builtin_opponents)}
+            return [_Task(unit, seed, (seat,), [live] * n, held) for _ in range(per_unit)]
+        seed, reset, given = lost[self._rng.randrange(len(lost))]
+        back = self._rng.randint(1, min(2, len(given)))
+        replay = {seat: given[: len(given) - back]}
+        return [_Task(unit, seed, (seat,), [live] * n, reset, replay) for _ in range(per_unit)]
+
+    def _keep_lost(self, tasks: list[_Task], played: list[SelfPlayGame]) -> None:
+        """Keep the games a seat lost against a built-in opponent (each position once)."""
+        for task, game in zip(tasks, played, strict=True):
+            if "opponent" not in task.reset or game.stop != "done":
+                continue
+            (s,) = task.seats
+            if game.returns[s] < 0:
+                given = [t for t, a in zip(game.texts, game.answers, strict=True) if a == s]
+                entry = (task.seed, dict(task.reset), given)
+                if entry not in self._lost[s]:
+                    self._lost[s].append(entry)
 
     async def play_tasks(self, tasks: list[_Task]) -> list[SelfPlayGame]:
         """Play ``tasks`` on the open sessions, every seat's answers batched with the others'."""
@@ -417,6 +495,7 @@ class SelfPlayRunner:
                         codec=self.codec,
                         config=self.config,
                         reset_kwargs={**self.reset_kwargs, **task.reset, "seed": task.seed},
+                        replay=task.replay,
                     )
                     if slot is not None:
                         slot.put(game_turns(game, self.codec, self.spec))
@@ -448,6 +527,8 @@ class SelfPlayRunner:
         units, per_unit = self._units(len(prompts), group_size)
         tasks = self._tasks(units, per_unit, self._next_base())
         played = await self.play_tasks(tasks)
+        if self.replay_share:
+            self._keep_lost(tasks, played)
         by_slot: dict[tuple[int, int], list[tuple[SeatRecord, str]]] = {}
         for task, game in zip(tasks, played, strict=True):
             for s in task.seats:
@@ -469,6 +550,7 @@ class SelfPlayRunner:
             len(t.seats) < n and not b for t, b in zip(tasks, builtin, strict=True)
         )
         metrics["builtin_games"] = sum(builtin)
+        metrics["replayed_games"] = sum(bool(t.replay) for t in tasks)
         return RolloutBatch(rows, group_size, metrics=metrics)
 
     async def aclose(self) -> None:

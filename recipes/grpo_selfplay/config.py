@@ -58,6 +58,11 @@ class SelfPlaySection(config.StrictModel):
     #: training games start after 0..openings random moves (drawn per group; the evals start
     #: from the empty board): groups compare answers from positions all through the game
     openings: int = Field(0, ge=0, le=1000)
+    #: share of GRPO groups that play again, per seat, a game the policy lost against a
+    #: built-in opponent, from one or two answers before its last (needs builtin_share > 0)
+    replay_share: float = Field(0.0, ge=0, le=1)
+    #: lost games kept per seat for replay_share (the oldest go first)
+    replay_size: int = Field(512, ge=1)
     #: answers limited to the legal moves' words in training and evals (no illegal move is
     #: sampled; the logprobs stay the model's own)
     mask_illegal: bool = False
@@ -148,6 +153,11 @@ class RecipeConfig(config.RunConfig):
             raise ValueError(
                 "grpo.num_generations must divide per_device_train_batch_size / 2 (each seat's "
                 "rows of a step split into groups of games with the same deal)"
+            )
+        if self.selfplay.replay_share and not self.selfplay.builtin_share:
+            raise ValueError(
+                "selfplay.replay_share replays games lost against a built-in opponent: set "
+                "selfplay.builtin_share > 0 too"
             )
         asked = "distill_average" in self.eval.model_fields_set  # on by default, where it can be
         if asked and self.eval.distill_average and not self.eval.nash_conv:

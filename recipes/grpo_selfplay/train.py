@@ -297,6 +297,8 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 builtin_share=sp.builtin_share,
                 builtin_opponents=tuple(sp.builtin_opponents),
                 openings=sp.openings,
+                replay_share=sp.replay_share,
+                replay_size=sp.replay_size,
             )
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)

@@ -133,3 +133,54 @@ async def test_openings_give_each_group_its_own_start_and_evals_the_empty_board(
     assert all(tok.decode(g.seats[0].tokens.prompt_ids) == empty for g in evals)
     assert "board .0 .1 .2 .3 .4 .5 .6 .7 .8 action:" in empty  # evals: from the empty board
     assert len(set(starts)) >= 4 and any(view.count("x") >= 2 for view in starts)
+
+
+def _answer_starts(mask: list[int]) -> list[int]:
+    """Where each answer of the model (a run of 1s in the env mask) starts."""
+    return [i for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1])]
+
+
+async def test_replay_plays_a_lost_game_again_from_before_its_last_answers(ttt, tiny) -> None:
+    runner, policy = await _games(
+        ttt.url,
+        tiny,
+        mask_illegal=True,
+        builtin_share=1.0,
+        builtin_opponents=("scripted",),
+        replay_share=1.0,
+        seed=4,
+    )
+    try:
+        first = await runner.run(["p"] * 32, 4)  # nothing lost yet: games from the start
+        lost_before = [list(kept) for kept in runner._lost]
+        originals = runner.last_games
+        second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
+        replayed = runner.last_games
+    finally:
+        await runner.aclose()
+        await policy.aclose()
+    assert first.metrics["replayed_games"] == 0
+    assert all(lost_before), "the untrained model lost no game in a seat against scripted play"
+    assert second.metrics["replayed_games"] == 32
+    by_texts = {(g.seed, tuple(g.texts)): g for g in originals}
+    checked = 0
+    for game in replayed:
+        (seat,) = [s for s in (0, 1) if game.seats[s].tokens is not None]
+        t = game.seats[seat].tokens
+        k = len(game.texts) - len(_answer_starts(t.env_mask))  # answers given, not generated
+        source = [
+            answers
+            for seed, _, answers in lost_before[seat]
+            if seed == game.seed and 1 <= len(answers) - k <= 2 and answers[:k] == game.texts[:k]
+        ]
+        assert source, "a replayed game does not start from a lost game of its seat"
+        old = by_texts[(game.seed, tuple(source[0]))].seats[seat].tokens
+        cut = _answer_starts(old.env_mask)[k]  # the original, before its (k+1)th answer
+        # the same view, token for token, with the given answers masked out of training
+        assert old.prompt_ids == t.prompt_ids
+        assert old.completion_ids[:cut] == t.completion_ids[:cut]
+        assert sum(t.env_mask[:cut]) == 0 and t.env_mask[cut] == 1
+        checked += 1
+    assert checked == 32
+    with pytest.raises(ValueError, match="builtin_share > 0"):
+        SelfPlayRunner(policy, None, [object()], config=RolloutConfig(), replay_share=0.5)
