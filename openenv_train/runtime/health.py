@@ -19,6 +19,21 @@ def probe(
 ) -> tuple[int | None, Any, str]:
     """``GET {base_url}/health`` once: (HTTP status or None, the JSON body or None, what happened
     in words). ``token`` is sent as ``Authorization: Bearer`` (servers beyond loopback)."""
+    return _get_health(base_url, timeout, token)[:3]
+
+
+def health_state(base_url: str, timeout: float = 2.0, token: str | None = None) -> str:
+    """``ok`` (``/health`` answered 200), ``refused`` (nothing listens at that address: the
+    server is gone) or ``failed`` (no answer within ``timeout``, or not 200: perhaps only slow)."""
+    status, _, _, error = _get_health(base_url, timeout, token)
+    if status == 200:
+        return "ok"
+    return "refused" if isinstance(error, ConnectionRefusedError) else "failed"
+
+
+def _get_health(
+    base_url: str, timeout: float, token: str | None
+) -> tuple[int | None, Any, str, Exception | None]:
     parts = urlsplit(base_url)
     https = parts.scheme == "https"
     connection = http.client.HTTPSConnection if https else http.client.HTTPConnection
@@ -33,12 +48,12 @@ def probe(
         finally:
             conn.close()
     except (OSError, ValueError, http.client.HTTPException) as e:
-        return None, None, f"GET /health failed: {e}"
+        return None, None, f"GET /health failed: {e}", e
     try:
         body = json.loads(raw or b"null")
     except ValueError:
         body = None
-    return resp.status, body, f"GET /health answered HTTP {resp.status}"
+    return resp.status, body, f"GET /health answered HTTP {resp.status}", None
 
 
 def healthy(base_url: str, timeout: float = 2.0, token: str | None = None) -> bool:

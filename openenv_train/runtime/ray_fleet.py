@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import ServerStartError
 from ..core.loopback import is_loopback
-from .health import healthy
+from .health import health_state
 from .local import LocalProcessProvider, _check_app
 from .ray_cluster import RayConnection, import_ray
 from .signals import raise_on_stop_signals
@@ -258,29 +258,31 @@ class RayServerGroup:
             self._kill(extra)
 
     def dead(self) -> list[int]:
-        """Indices of servers whose actor, node or server process is gone, and of those whose
-        ``/health`` failed ``unhealthy_after`` checks in a row while the process runs (hung; one
-        answer a loaded machine held past ``health_timeout`` is not a death)."""
+        """Indices of servers that are gone (the actor or its node dead, or nothing listening at
+        the server's address) and of those whose ``/health`` failed ``unhealthy_after`` checks in
+        a row while something listens (hung; one answer a loaded machine held past
+        ``health_timeout`` is not a death)."""
         ray = import_ray()
         if not self.servers:
             return []
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(self.servers), 32)) as pool:
-            ok = list(
+            states = list(
                 pool.map(
-                    lambda s: healthy(s.base_url, self.health_timeout, self.token),
+                    lambda s: health_state(s.base_url, self.health_timeout, self.token),
                     self.servers,
                 )
             )
         refs = [s.actor.alive.remote() for s in self.servers]
         dead = []
         for i, (server, ref) in enumerate(zip(self.servers, refs, strict=True)):
+            gone = states[i] == "refused"  # nothing listens: the server process is gone
             try:
-                gone = not ray.get(ref, timeout=self.health_timeout)
+                gone = gone or not ray.get(ref, timeout=self.health_timeout)
             except ray.exceptions.GetTimeoutError:
-                gone = False  # the actor is slow to answer: its server's /health decides
+                pass  # the actor is slow to answer (or its node is dying): /health decides
             except ray.exceptions.RayError:
                 gone = True
-            server.failed_checks = 0 if ok[i] else server.failed_checks + 1
+            server.failed_checks = 0 if states[i] == "ok" else server.failed_checks + 1
             if gone or server.failed_checks >= self.unhealthy_after:
                 dead.append(i)
         return dead
