@@ -315,10 +315,11 @@ class SelfPlayRunner:
     ``replay_share`` > 0 (with ``builtin_share``): the runner keeps the last ``replay_size``
     games per seat that the policy lost against a built-in opponent, and that share of the
     groups plays one of them again, per seat: the same seed and opponent, the seat's answers
-    given up to one or two before its last (so the seeded opponent answers as it did), then
-    the group's games play on from that position. The given answers are in each row's context
-    as they were, masked out of training: the group compares only the answers from the
-    position where the game was lost. A seat with no lost game kept plays a usual group
+    given up to one of its positions in that game, drawn uniformly (so the seeded opponent
+    answers as it did), then the group's games play on from there. The given answers are in
+    each row's context as they were, masked out of training: the group compares only answers
+    from a position of a game that was lost (the losing move may be the last answer, or one
+    that let the other side fork earlier). A seat with no lost game kept plays a usual group
     against a built-in opponent.
 
     ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
@@ -449,14 +450,14 @@ class SelfPlayRunner:
     def _replayed(
         self, unit: int, seat: int, seed: int, start: dict[str, Any], per_unit: int
     ) -> list[_Task]:
-        """``seat``'s group of a replay unit: a lost game of its own played again from one or two
-        answers before its last (a usual group against a built-in opponent if none is kept)."""
+        """``seat``'s group of a replay unit: a lost game of its own played again from one of the
+        seat's positions in it (a usual group against a built-in opponent if none is kept)."""
         live, n, lost = self.batcher, self.num_seats, self._lost[seat]
         if not lost:
             held = {**start, "seat": seat, "opponent": self._rng.choice(self.builtin_opponents)}
             return [_Task(unit, seed, (seat,), [live] * n, held) for _ in range(per_unit)]
         seed, reset, given = lost[self._rng.randrange(len(lost))]
-        back = self._rng.randint(1, min(2, len(given)))
+        back = self._rng.randint(1, len(given))
         replay = {seat: given[: len(given) - back]}
         return [_Task(unit, seed, (seat,), [live] * n, reset, replay) for _ in range(per_unit)]
 

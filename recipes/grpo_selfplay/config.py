@@ -59,7 +59,7 @@ class SelfPlaySection(config.StrictModel):
     #: from the empty board): groups compare answers from positions all through the game
     openings: int = Field(0, ge=0, le=1000)
     #: share of GRPO groups that play again, per seat, a game the policy lost against a
-    #: built-in opponent, from one or two answers before its last (needs builtin_share > 0)
+    #: built-in opponent, from one of the seat's positions in it (needs builtin_share > 0)
     replay_share: float = Field(0.0, ge=0, le=1)
     #: lost games kept per seat for replay_share (the oldest go first)
     replay_size: int = Field(512, ge=1)

@@ -140,7 +140,7 @@ def _answer_starts(mask: list[int]) -> list[int]:
     return [i for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1])]
 
 
-async def test_replay_plays_a_lost_game_again_from_before_its_last_answers(ttt, tiny) -> None:
+async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tiny) -> None:
     runner, policy = await _games(
         ttt.url,
         tiny,
@@ -163,7 +163,7 @@ async def test_replay_plays_a_lost_game_again_from_before_its_last_answers(ttt, 
     assert all(lost_before), "the untrained model lost no game in a seat against scripted play"
     assert second.metrics["replayed_games"] == 32
     by_texts = {(g.seed, tuple(g.texts)): g for g in originals}
-    checked = 0
+    checked = resumed = 0
     for game in replayed:
         (seat,) = [s for s in (0, 1) if game.seats[s].tokens is not None]
         t = game.seats[seat].tokens
@@ -171,7 +171,7 @@ async def test_replay_plays_a_lost_game_again_from_before_its_last_answers(ttt, 
         source = [
             answers
             for seed, _, answers in lost_before[seat]
-            if seed == game.seed and 1 <= len(answers) - k <= 2 and answers[:k] == game.texts[:k]
+            if seed == game.seed and k < len(answers) and answers[:k] == game.texts[:k]
         ]
         assert source, "a replayed game does not start from a lost game of its seat"
         old = by_texts[(game.seed, tuple(source[0]))].seats[seat].tokens
@@ -181,6 +181,7 @@ async def test_replay_plays_a_lost_game_again_from_before_its_last_answers(ttt, 
         assert old.completion_ids[:cut] == t.completion_ids[:cut]
         assert sum(t.env_mask[:cut]) == 0 and t.env_mask[cut] == 1
         checked += 1
-    assert checked == 32
+        resumed += k > 0
+    assert checked == 32 and resumed >= 8  # most start past the first answer
     with pytest.raises(ValueError, match="builtin_share > 0"):
         SelfPlayRunner(policy, None, [object()], config=RolloutConfig(), replay_share=0.5)
