@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,9 @@ class FakeSandbox:
         return int(pid.read_text()) if pid.exists() else None
 
 
+_CREATE_LOCK = threading.Lock()
+
+
 class FakeDaytona:
     """The fake client: ``create`` makes a FakeSandbox, ``delete`` kills what it ran."""
 
@@ -161,8 +165,13 @@ class FakeDaytona:
         bindir = os.path.dirname(sys.executable)  # python / python3 in the sandbox: this venv's
         env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
         env.update(getattr(params, "env_vars", None) or {})
-        sandbox = FakeSandbox(f"fake-{len(self.sandboxes)}", root, free_port(), env, params)
-        self.sandboxes.append(sandbox)
+        with _CREATE_LOCK:  # sandboxes are created from several threads at once
+            taken = {s.port for s in self.sandboxes}
+            port = free_port()
+            while port in taken:  # the OS may hand out a released port again: never twice here
+                port = free_port()
+            sandbox = FakeSandbox(f"fake-{len(self.sandboxes)}", root, port, env, params)
+            self.sandboxes.append(sandbox)
         return sandbox
 
     def delete(self, sandbox: FakeSandbox) -> None:
