@@ -9,8 +9,9 @@ A server still holding sessions when it comes back is only reused once they drai
 replaced). A server whose process has exited is replaced at its first failed check; one whose
 process still runs only after ``unhealthy_after`` failed checks in a row (a loaded machine can
 delay one answer past the probe's timeout, and a pool that replaced a slow healthy server on it
-would cut its capacity just when it is short). ``close()`` stops everything, verified by each provider; a server whose stop failed
-(the engine unreachable) is stopped again on each check and at ``close()``.
+would cut its capacity just when it is short). ``close()`` stops everything, verified by each
+provider; a server whose stop failed (the engine unreachable) is stopped again on each check and
+at ``close()``.
 
 ``single_use=True``: each server serves one lease, then is stopped, and a spare is started as one
 is handed out (a fresh container per episode, warm). A provider with a ``probe()`` method (a
