@@ -15,6 +15,7 @@ import httpx
 import psutil
 import pytest
 from coding_env import TASKS, TASKS_BY_ID, CodeAction, CodingEnv, Limits, run_tests
+from server_helpers import wait_until
 
 from openenv_train.runtime import LocalProcessProvider
 
@@ -300,10 +301,19 @@ import json, sys
 from coding_env import TASKS_BY_ID, Limits, run_tests
 limits = Limits(wall_seconds=2.0, frozen_seconds=float(sys.argv[1]))
 print("go", flush=True)
-code = "import time\\ntime.sleep(1.0)\\ndef add(a, b):\\n    return a + b"
+code = "f = open('started', 'w')\\nimport time\\ntime.sleep(1.0)\\ndef add(a, b):\\n    return a + b"
 result = run_tests(code, TASKS_BY_ID["add"].tests, limits)
 print(json.dumps({"status": result.status, "passed": result.passed, "total": result.total}))
 """
+
+
+def _holds_open(server: psutil.Process, name: str) -> bool:
+    """Whether a process under ``server`` has a file named ``name`` open."""
+    for child in server.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any(Path(f.path).name == name for f in child.open_files()):
+                return True
+    return False
 
 
 def _run_frozen_for(seconds: float, forgive_s: float) -> dict:
@@ -319,11 +329,9 @@ def _run_frozen_for(seconds: float, forgive_s: float) -> dict:
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "go"
         server = psutil.Process(proc.pid)
-        deadline = time.monotonic() + 30
-        while not server.children() and time.monotonic() < deadline:  # the run has started
-            time.sleep(0.02)
-        assert server.children(), "the sandbox run never started"
-        time.sleep(0.3)
+        # the submission itself has started (not only its runner, whose set-up a loaded machine
+        # can stretch past any fixed wait): it holds its scratch file "started" open
+        wait_until(lambda: _holds_open(server, "started"), 30, "the submission to start")
         frozen = [server, *server.children(recursive=True)]
         for p in frozen:
             p.suspend()

@@ -163,7 +163,10 @@ def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page:
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _up(url), timeout=60)
+        # a bounded wait: verifiers' envs import their library at start, over 60 s in a CI run
+        # with training beside it (65 s in a quiet one for the whole test)
+        wait_until(lambda: _up(url) or proc.poll() is not None, timeout=180)
+        assert proc.poll() is None, proc.communicate()[0][-2000:]  # it exited: say why
         page.goto(url + "/web")
         page.wait_for_selector("#action-form > *")
         page.click("#reset")
