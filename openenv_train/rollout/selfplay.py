@@ -131,15 +131,7 @@ async def play_game(
         else:
             replay.pop(s, None)  # the game went another way than before: the model takes over
             answer = generate[s] if isinstance(generate, list) else generate
-            allowed = legal_answer_ids(spec, obs, codec.tokenizer)
-            if allowed is None:
-                gen = await answer(seat_tokens.context(), sampling)
-            else:
-                gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
-            if not gen.token_ids:
-                raise RuntimeError("the policy returned no tokens; it must generate at least one")
-            seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
-            text = gen.text
+            text = await _model_answer(answer, seat_tokens, spec, obs, codec, sampling)
             action = _action(spec, text, obs)
         turns[s] += 1
         answers.append(s)
@@ -164,6 +156,27 @@ async def play_game(
         returns[s] = float(spec.invalid_action_reward)
     stop = "invalid" if invalid else "done"
     return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, texts, end=result)
+
+
+async def _model_answer(
+    answer: Generate,
+    seat_tokens: EpisodeTokens,
+    spec: Any,
+    obs: Any,
+    codec: TokenCodec,
+    sampling: SamplingSettings,
+) -> str:
+    """The policy's answer in the seat's context (masked to the legal answers where the spec
+    lists them), appended to its record as a model turn; returns its text."""
+    allowed = legal_answer_ids(spec, obs, codec.tokenizer)
+    if allowed is None:
+        gen = await answer(seat_tokens.context(), sampling)
+    else:
+        gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
+    if not gen.token_ids:
+        raise RuntimeError("the policy returned no tokens; it must generate at least one")
+    seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+    return gen.text
 
 
 def seats_of(spec: Any) -> int:
