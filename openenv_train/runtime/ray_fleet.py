@@ -195,6 +195,7 @@ class RayServerGroup:
                 resources=self.resources or None,
                 scheduling_strategy=strategy(self.placement, self._placed, replacing=replacing),
                 max_restarts=0,  # the fleet replaces a dead server itself (its URL changes)
+                max_concurrency=2,  # ``alive`` answers while ``start`` runs: placed, starting
             )
             .remote(self.app, self.bind_host, self.env, self.startup_timeout)
         )
@@ -203,12 +204,21 @@ class RayServerGroup:
 
     def _start(self, n: int, timeout: float, *, all_or_none: bool = True) -> list[RayServer]:
         """Start ``n`` servers in parallel. ``all_or_none``: on any failure kill them all and
-        raise; otherwise keep those that came up within ``timeout`` (the rest are killed)."""
+        raise; otherwise keep those that came up within ``timeout``, or that Ray had placed by
+        then and that came up within ``startup_timeout`` more (a loaded node starts slowly; a
+        server that never got a place is not waited for). The rest are killed."""
         ray = import_ray()
         actors = [self._new_actor(replacing=not all_or_none) for _ in range(n)]
         refs = [a.start.remote() for a in actors]
         try:
             ready, _ = ray.wait(refs, num_returns=n, timeout=timeout)
+            if not all_or_none and len(ready) < n:
+                placed = self._placed_refs(actors, refs, ready)
+                if placed:
+                    late, _ = ray.wait(
+                        placed, num_returns=len(placed), timeout=self.startup_timeout
+                    )
+                    ready = ready + late
         except BaseException:
             self._kill_actors(actors)
             raise
@@ -236,6 +246,16 @@ class RayServerGroup:
         self._kill_actors([a for a, r in zip(actors, refs, strict=True) if r not in ready])
         self.stats["servers_started"] += len(servers)
         return servers
+
+    @staticmethod
+    def _placed_refs(actors: list[Any], refs: list[Any], ready: list[Any]) -> list[Any]:
+        """The ``start`` refs, not yet ready, of actors that Ray has placed (they answer
+        ``alive`` while their server starts; an unplaced actor answers nothing)."""
+        ray = import_ray()
+        waiting = [(a, r) for a, r in zip(actors, refs, strict=True) if r not in ready]
+        pings = [a.alive.remote() for a, _ in waiting]
+        answered, _ = ray.wait(pings, num_returns=len(pings), timeout=5)
+        return [r for (_, r), ping in zip(waiting, pings, strict=True) if ping in answered]
 
     def start(self, n: int) -> RayServerGroup:
         """Start ``n`` servers (``start_ray_servers`` calls this)."""
@@ -291,7 +311,8 @@ class RayServerGroup:
         """Replace dead servers (and any missing below the target size); returns how many started.
 
         Replacements that Ray cannot place within ``replace_timeout`` (the cluster lost the
-        capacity) are left out: the fleet runs smaller and the next ``heal`` tries again.
+        capacity) are left out: the fleet runs smaller and the next ``heal`` tries again. One that
+        Ray placed gets ``startup_timeout`` more to come up (a loaded node starts slowly).
         """
         dead = set(self.dead())
         if dead:

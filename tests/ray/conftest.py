@@ -13,7 +13,14 @@ import time
 
 import pytest
 import ray
-from ray_helpers import CLUSTER_MARK, cluster_processes, our_servers, wait_gone, wait_no_actors
+from ray_helpers import (
+    CLUSTER_MARK,
+    add_node,
+    cluster_processes,
+    our_servers,
+    wait_gone,
+    wait_no_actors,
+)
 
 
 @pytest.fixture(scope="session")
@@ -25,12 +32,10 @@ def cluster():
     # every process started from here on (raylets, the nodes tests add, their workers and the
     # servers those start) carries it; the other test workers' servers don't
     os.environ[CLUSTER_MARK] = "1"
-    c = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 2, "resources": {"head": 100}, "_system_config": fast_failure},
-    )
-    c.add_node(num_cpus=1, resources={"node_a": 100})
-    c.add_node(num_cpus=1, resources={"node_b": 100})
+    c = Cluster()
+    add_node(c, num_cpus=2, resources={"head": 100}, _system_config=fast_failure)  # the head
+    add_node(c, num_cpus=1, resources={"node_a": 100})
+    add_node(c, num_cpus=1, resources={"node_b": 100})
     ray.init(address=c.address, include_dashboard=False, log_to_driver=False)
     c.wait_for_nodes()
     session_dir = c.head_node.get_session_dir_path()

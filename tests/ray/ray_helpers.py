@@ -27,6 +27,29 @@ def cluster_processes(session_dir: str) -> list[psutil.Process]:
     return out
 
 
+def add_node(cluster, tries: int = 2, **node_args):
+    """``cluster.add_node``, tried once more when the node's raylet did not register within Ray's
+    fixed 30-s wait (seen on a 2-core machine the rest of the suite loads). The half-started
+    node's processes (children of this process since the try began) are killed first. The first
+    call, on a cluster without a head, starts the head."""
+    for attempt in range(tries):
+        me = psutil.Process()
+        before = {p.pid for p in me.children(recursive=True)}
+        try:
+            return cluster.add_node(**node_args)
+        except Exception as e:
+            if "timed out during startup" not in str(e) or attempt == tries - 1:
+                raise
+            new = [p for p in me.children(recursive=True) if p.pid not in before]
+            for p in new:
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(new, timeout=10)
+    raise AssertionError("unreachable")
+
+
 def alive_actors(class_name: str | None = None) -> list[dict]:
     """Actors the cluster still has registered as alive (optionally of one class)."""
     import ray._private.state as state

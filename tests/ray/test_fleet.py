@@ -59,6 +59,9 @@ def test_dead_server_detected_and_replaced(cluster, no_leaks):
         ray.kill(victim.actor, no_restart=True)  # the actor dies: its server process dies with it
         assert not wait_gone([victim.pid]), "the server outlived its actor"
         assert fleet.dead() == [1]
+        fleet.replace_timeout = (
+            0.01  # no server starts that fast: Ray placed it, so it is waited for
+        )
         assert fleet.heal() == 1
         assert len(fleet) == 3 and victim.base_url not in fleet.base_urls
         assert fleet.stats == {"servers_started": 4, "servers_dead": 1, "servers_replaced": 1}

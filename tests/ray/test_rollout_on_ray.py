@@ -10,7 +10,7 @@ import threading
 import pytest
 import ray
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, basic_strategy_answer
-from ray_helpers import APP, node_id_with
+from ray_helpers import APP, add_node, node_id_with
 
 from openenv_train.policy import OpenAICompatiblePolicy, TransformersPolicy
 from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
@@ -104,7 +104,7 @@ async def test_workers_give_the_rows_of_the_single_process_engine(cluster, no_le
 async def test_node_killed_mid_rollout_episodes_retried_and_fleet_healed(
     cluster, no_leaks, tokenizer
 ):
-    doomed = cluster.add_node(num_cpus=1, resources={"doomed": 100})
+    doomed = add_node(cluster, num_cpus=1, resources={"doomed": 100})
     cluster.wait_for_nodes()
     nodes = [node_id_with("doomed"), node_id_with("head")]
     cfg = RolloutConfig(max_concurrency=32, max_episode_retries=1, group_retries=2)
@@ -125,7 +125,7 @@ async def test_node_killed_mid_rollout_episodes_retried_and_fleet_healed(
 
 
 async def test_worker_on_a_killed_node_is_replaced(cluster, no_leaks, tokenizer):
-    doomed = cluster.add_node(num_cpus=1, resources={"doomed2": 100})
+    doomed = add_node(cluster, num_cpus=1, resources={"doomed2": 100})
     cluster.wait_for_nodes()
     cfg = RolloutConfig(max_concurrency=16)
     nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]

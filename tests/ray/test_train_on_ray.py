@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ray_helpers import node_id_with
+from ray_helpers import add_node, node_id_with
 
 pytestmark = pytest.mark.ray
 
@@ -35,7 +35,7 @@ def test_grpo_blackjack_on_ray_survives_a_node_kill(cluster, no_leaks, tmp_path,
     from openenv_train.recipes.grpo_blackjack.config import parse_config
     from openenv_train.recipes.grpo_blackjack.train import run
 
-    doomed = cluster.add_node(num_cpus=1, resources={f"doomed_train{workers}": 100})
+    doomed = add_node(cluster, num_cpus=1, resources={f"doomed_train{workers}": 100})
     cluster.wait_for_nodes()
     placement = [node_id_with(f"doomed_train{workers}"), node_id_with("head")]
     cfg = parse_config(
