@@ -258,19 +258,34 @@ def _steps(start: float, stop: float, step: float) -> list[float]:
 
 
 def _hit(
-    pool: EnvPool, kind: str, t0: float, args: argparse.Namespace, log: Callable[[str], None]
+    pool: EnvPool,
+    kind: str,
+    t0: float,
+    args: argparse.Namespace,
+    log: Callable[[str], None],
+    retarget_s: float = 15.0,
 ) -> Fault:
-    """Inject one fault into the pool's first running container (returns after the outage)."""
+    """Inject one fault into the pool's first running container (returns after the outage).
+
+    A container that stopped between being picked and being hit (the pool was replacing it) is
+    not a fault's target: another is hit, for up to ``retarget_s`` seconds."""
     fault = Fault(kind, round(time.monotonic() - t0, 1))
-    targets = _containers(pool)
-    if targets:
-        fault.container = targets[0].name
-        try:
-            fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
-        except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
-            fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
-    else:
-        fault.skipped = "no running container to hit"
+    deadline = time.monotonic() + retarget_s
+    while True:
+        targets = _containers(pool)
+        if targets:
+            fault.container = targets[0].name
+            try:
+                fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
+            except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
+                fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
+            hit = targets[0]  # gone, stopped, or no longer one the pool keeps: it was replaced
+            vanished = bool(fault.skipped) and not (hit.running and hit in _containers(pool))
+        else:
+            fault.skipped, vanished = "no running container to hit", True
+        if not vanished or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     log(f"{fault.at_s:7.1f}s  {kind}  {fault.skipped or 'injected'}")
     return fault
 
