@@ -148,7 +148,12 @@ def shell_problems(line: str) -> list[str]:
     if cmd == "python" and args[:2] == ["-m", "openenv_train"]:
         cmd, args = "openenv-train", args[2:]
     if cmd == "make":
-        problems += [f"no make target {t!r}" for t in args if t not in make_targets()]
+        for t in args:
+            variable = re.fullmatch(r"([A-Z_]+)=.*", t, flags=re.S)
+            if variable and variable[1] not in (ROOT / "Makefile").read_text():
+                problems.append(f"no make variable {variable[1]!r}")
+            elif not variable and t not in make_targets():
+                problems.append(f"no make target {t!r}")
     elif cmd == "openenv-train":
         sub = args[0] if args and not args[0].startswith("-") else ""
         options = cli_options().get(sub)
@@ -179,6 +184,8 @@ def test_the_shell_check_catches_a_wrong_flag_target_and_config() -> None:
     assert shell_problems("openenv-train train configs/grpo_blackjack_cpu.yaml --max-step 3")
     assert shell_problems("openenv-train trian x.yaml")
     assert shell_problems("make domo")
+    assert shell_problems('make test-main NO_SUCH_VARIABLE="-x"')
+    assert not shell_problems('make test-main PYTEST_ARGS="-x"')
     assert shell_problems("openenv-train train configs/nope.yaml")
     assert shell_problems("openenv-train train grpo_blackjack_nope")
     assert not shell_problems("openenv-train configs grpo_blackjack_cpu --copy .")
