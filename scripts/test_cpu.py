@@ -34,15 +34,15 @@ def main() -> None:
     for row in rows:
         for key, table in ((row["test"], tests), (test_group(row["test"]), groups)):
             table[key][0] += row["cpu"]
-            table[key][1] += row.get("containers", 0.0)
+            table[key][1] += row.get("engines", 0.0)
             table[key][2] += row["wall"]
     total_cpu = sum(c[0] for c in tests.values())
     print(
-        f"{len(tests)} tests, {total_cpu:.0f} CPU s in their own processes; containers' CPU "
-        "(any worker's, while the test ran) apart\n"
+        f"{len(tests)} tests, {total_cpu:.0f} CPU s in their own processes; engine s: the CPU "
+        "of containers and engine daemons while the test ran (any worker's)\n"
     )
     for title, table in (("test", tests), ("worker group", groups)):
-        print(f"{'CPU s':>8} {'share':>6} {'contnr s':>8} {'wall s':>8}  {title}")
+        print(f"{'CPU s':>8} {'share':>6} {'engine s':>8} {'wall s':>8}  {title}")
         for key, (cpu, boxed, wall) in sorted(table.items(), key=lambda kv: -kv[1][0])[: args.top]:
             print(f"{cpu:8.1f} {cpu / total_cpu:6.1%} {boxed:8.1f} {wall:8.1f}  {key}")
         print()

@@ -5,9 +5,10 @@ not its (contended) duration, is what to cut. Each phase appends a JSON line: th
 phase, its wall seconds and the CPU seconds of the test worker and every process under it (the
 servers, kernels, Ray nodes and trainers it started, those that ended in the phase included: a
 process's CPU passes to its parent's children's times once it is waited for), and apart, the CPU
-seconds every container spent meanwhile (Docker's and Podman's cgroups, where cgroup v1 shows
-them: tests on the other workers may have spent some). Not counted: the engines' own daemons
-and processes that outlived the parent that started them. ``python scripts/test_cpu.py FILE``
+seconds every container and the container engines' daemons spent meanwhile (Docker's and
+Podman's cgroups, where cgroup v1 shows them, and dockerd, containerd and Podman's service: tests
+on the other workers may have spent some). Not counted: processes that outlived the parent that
+started them (Ray's daemonized raylets and workers among them). ``python scripts/test_cpu.py FILE``
 prints the tables.
 """
 
@@ -51,14 +52,26 @@ CONTAINER_CGROUPS = [
 ]
 
 
-def containers_cpu_seconds() -> float:
-    total = 0
+#: the container engines' own processes (their API calls, image builds and container set-up)
+ENGINE_DAEMONS = {"dockerd", "containerd", "podman"}
+
+
+def engines_cpu_seconds() -> float:
+    """All containers' CPU and the engines' daemons' (whichever test made them work)."""
+    total = 0.0
     for path in CONTAINER_CGROUPS:
         try:
-            total += int(path.read_text())
+            total += int(path.read_text()) / 1e9
         except (OSError, ValueError):  # no engine, or cgroup v2: not measured
             pass
-    return total / 1e9
+    for p in psutil.process_iter(["name"]):
+        if p.info["name"] in ENGINE_DAEMONS:
+            try:
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            total += t.user + t.system
+    return total
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -81,16 +94,16 @@ def _measured(item: pytest.Item, phase: str):
     if not path:
         yield
         return
-    before, in_containers, started = tree_cpu_seconds(), containers_cpu_seconds(), time.monotonic()
+    before, in_engines, started = tree_cpu_seconds(), engines_cpu_seconds(), time.monotonic()
     yield
     after, wall = tree_cpu_seconds(), time.monotonic() - started
-    in_containers = containers_cpu_seconds() - in_containers
+    in_engines = engines_cpu_seconds() - in_engines
     row = {
         "test": item.nodeid,
         "phase": phase,
         "wall": round(wall, 3),
         "cpu": round(sum(after.values()) - sum(before.values()), 3),
-        "containers": round(in_containers, 3),
+        "engines": round(in_engines, 3),
         "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
     }
     with Path(path).open("a") as f:  # one short line per write: workers' lines don't mix
