@@ -204,19 +204,23 @@ class RayServerGroup:
 
     def _start(self, n: int, timeout: float, *, all_or_none: bool = True) -> list[RayServer]:
         """Start ``n`` servers in parallel. ``all_or_none``: on any failure kill them all and
-        raise; otherwise keep those that came up within ``timeout``, or that Ray had placed by
-        then and that came up within ``startup_timeout`` more (a loaded node starts slowly; a
-        server that never got a place is not waited for). The rest are killed."""
+        raise; otherwise keep those that came up within ``timeout``, or that Ray had placed
+        within it and that came up within ``startup_timeout`` more (a loaded node starts slowly;
+        one that got no place is not waited for). The rest are killed."""
         ray = import_ray()
         actors = [self._new_actor(replacing=not all_or_none) for _ in range(n)]
         refs = [a.start.remote() for a in actors]
+        pings = [a.alive.remote() for a in actors]  # answered once placed, while start runs
         try:
             ready, _ = ray.wait(refs, num_returns=n, timeout=timeout)
             if not all_or_none and len(ready) < n:
-                placed = self._placed_refs(actors, refs, ready)
-                if placed:
+                placed, _ = ray.wait(pings, num_returns=n, timeout=0)
+                starting = [
+                    r for r, p in zip(refs, pings, strict=True) if p in placed and r not in ready
+                ]
+                if starting:
                     late, _ = ray.wait(
-                        placed, num_returns=len(placed), timeout=self.startup_timeout
+                        starting, num_returns=len(starting), timeout=self.startup_timeout
                     )
                     ready = ready + late
         except BaseException:
@@ -246,16 +250,6 @@ class RayServerGroup:
         self._kill_actors([a for a, r in zip(actors, refs, strict=True) if r not in ready])
         self.stats["servers_started"] += len(servers)
         return servers
-
-    @staticmethod
-    def _placed_refs(actors: list[Any], refs: list[Any], ready: list[Any]) -> list[Any]:
-        """The ``start`` refs, not yet ready, of actors that Ray has placed (they answer
-        ``alive`` while their server starts; an unplaced actor answers nothing)."""
-        ray = import_ray()
-        waiting = [(a, r) for a, r in zip(actors, refs, strict=True) if r not in ready]
-        pings = [a.alive.remote() for a, _ in waiting]
-        answered, _ = ray.wait(pings, num_returns=len(pings), timeout=5)
-        return [r for (_, r), ping in zip(waiting, pings, strict=True) if ping in answered]
 
     def start(self, n: int) -> RayServerGroup:
         """Start ``n`` servers (``start_ray_servers`` calls this)."""

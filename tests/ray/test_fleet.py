@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from pathlib import Path
 
 import pytest
 from blackjack_env import BlackjackEnv
@@ -59,14 +61,30 @@ def test_dead_server_detected_and_replaced(cluster, no_leaks):
         ray.kill(victim.actor, no_restart=True)  # the actor dies: its server process dies with it
         assert not wait_gone([victim.pid]), "the server outlived its actor"
         assert fleet.dead() == [1]
-        fleet.replace_timeout = (
-            0.01  # no server starts that fast: Ray placed it, so it is waited for
-        )
         assert fleet.heal() == 1
         assert len(fleet) == 3 and victim.base_url not in fleet.base_urls
         assert fleet.stats == {"servers_started": 4, "servers_dead": 1, "servers_replaced": 1}
         for url in fleet.base_urls:
             play_reset(url)
+
+
+def test_a_placed_replacement_slow_to_start_is_waited_for(cluster, no_leaks, tmp_path):
+    flag = tmp_path / "slow"
+    env = {
+        "PYTHONPATH": str(Path(__file__).parent),
+        "OPENENV_TRAIN_TEST_SLOW_FLAG": str(flag),
+        "OPENENV_TRAIN_TEST_SLOW_START_S": "20",
+    }
+    app = "slow_start_app:app"
+    with RayServerGroup(app, cpus_per_server=0.1, env=env, replace_timeout=10).start(1) as fleet:
+        flag.touch()  # from now on a server takes 20 s to start: longer than replace_timeout
+        victim = fleet.servers[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        assert fleet.dead() == [0]
+        started = time.monotonic()
+        assert fleet.heal() == 1  # placed at once, so waited for past replace_timeout
+        assert time.monotonic() - started >= 20
+        play_reset(fleet.base_urls[0])
 
 
 def test_fleet_scales_up_and_down(cluster, no_leaks):
@@ -89,6 +107,11 @@ def test_unplaceable_request_fails_clearly_and_leaves_nothing(cluster, no_leaks)
     fleet = RayServerGroup(APP, resources={"no_such_node": 1}, startup_timeout=1)
     with pytest.raises(ServerStartError, match="resources"):
         fleet._start(1, timeout=2)
+    # a replacement Ray cannot place is given up at its timeout, not waited for to start
+    fleet = RayServerGroup(APP, resources={"no_such_node": 1}, startup_timeout=120)
+    started = time.monotonic()
+    assert fleet._start(1, timeout=2, all_or_none=False) == []
+    assert time.monotonic() - started < 60
 
 
 @pytest.mark.parametrize(
