@@ -10,7 +10,7 @@ import threading
 import pytest
 import ray
 from blackjack_env.text_spec import VOCABULARY, BlackjackTextSpec, basic_strategy_answer
-from ray_helpers import APP, add_node, node_id_with
+from ray_helpers import APP, add_node, node_id_with, wait_gone
 
 from openenv_train.policy import OpenAICompatiblePolicy, TransformersPolicy
 from openenv_train.policy.tiny import build_tiny_llama, build_word_tokenizer
@@ -42,19 +42,23 @@ def kill_node_later(cluster, node, seconds: float) -> threading.Thread:
 
 
 class KillsANodeMidBatch(ScriptedPolicy):
-    """Removes a node once ``after`` prompts are answered and holds every model call until it is
-    gone: the kill lands mid-batch however fast the machine is (a timer could miss the batch)."""
+    """Removes a node once ``after`` prompts are answered and holds every model call until it and
+    the env servers on it (``pids``) are gone: the kill lands mid-batch however fast the machine
+    is (a timer could miss the batch, and a loaded node's servers outlive its raylet a while)."""
 
-    def __init__(self, tokenizer, cluster, node, after: int) -> None:
+    def __init__(self, tokenizer, cluster, node, after: int, pids: list[int]) -> None:
         super().__init__(tokenizer, basic_strategy_answer, tail_tokens=12)
-        self.cluster, self.node, self.after = cluster, node, after
+        self.cluster, self.node, self.after, self.pids = cluster, node, after, pids
         self.killed: asyncio.Future | None = None
+
+    def _kill(self) -> None:
+        self.cluster.remove_node(self.node)
+        assert not wait_gone(self.pids), "the servers outlived their node"
 
     async def generate(self, prompts, sampling):
         if self.prompts_seen >= self.after:
             if self.killed is None:
-                remove = asyncio.to_thread(self.cluster.remove_node, self.node)
-                self.killed = asyncio.ensure_future(remove)
+                self.killed = asyncio.ensure_future(asyncio.to_thread(self._kill))
             await asyncio.shield(self.killed)
         return await super().generate(prompts, sampling)
 
@@ -110,7 +114,8 @@ async def test_node_killed_mid_rollout_episodes_retried_and_fleet_healed(
     cfg = RolloutConfig(max_concurrency=32, max_episode_retries=1, group_retries=2)
     with RayServerGroup(APP, cpus_per_server=0.1, placement=nodes).start(4) as fleet:
         assert fleet.node_ids.count(nodes[0]) == 2
-        policy = KillsANodeMidBatch(tokenizer, cluster, doomed, after=128)
+        on_node = [s.pid for s in fleet.servers if s.node_id == nodes[0]]
+        policy = KillsANodeMidBatch(tokenizer, cluster, doomed, after=128, pids=on_node)
         async with RolloutEngine(BlackjackTextSpec(seed=3), policy, fleet.base_urls, cfg) as engine:
             batch = await engine.run(["play"] * 512, 8)
         assert policy.killed is not None and policy.killed.done()

@@ -327,4 +327,7 @@ def test_http_session_close_waits_for_its_calls_and_later_calls_see_it_closed(se
         assert first.result()["result"]["data"] == "done"
         assert closing.result()["result"] == {"session_id": sid, "closed": True}
     assert SlowTools.log == ["call start", "call end", "close"]  # nothing ran on a closed env
-    assert late["error"]["code"] == -32602 and "closed" in late["error"]["message"]
+    # refused: as closed while the close was queued, or as unknown once it was done and the
+    # session forgotten (a loaded machine can serve the late call after the close)
+    message = late["error"]["message"]
+    assert late["error"]["code"] == -32602 and ("closed" in message or "Unknown session" in message)
