@@ -80,6 +80,7 @@ def test_a_placed_replacement_slow_to_start_is_waited_for(cluster, no_leaks, tmp
         flag.touch()  # from now on a server takes 20 s to start: longer than replace_timeout
         victim = fleet.servers[0]
         os.kill(victim.pid, signal.SIGKILL)
+        assert not wait_gone([victim.pid])  # the kill is asynchronous: probe once it is gone
         assert fleet.dead() == [0]
         started = time.monotonic()
         assert fleet.heal() == 1  # placed at once, so waited for past replace_timeout
