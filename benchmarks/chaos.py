@@ -274,12 +274,13 @@ def _hit(
     while True:
         targets = _containers(pool)
         if targets:
-            fault.container = targets[0].name
+            hit = targets[0]
+            fault.container = hit.name
             try:
-                fault.skipped = inject(kind, targets[0], args.outage, args.allow_restart)
+                fault.skipped = inject(kind, hit, args.outage, args.allow_restart)
             except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
                 fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
-            hit = targets[0]  # gone, stopped, or no longer one the pool keeps: it was replaced
+            # gone, stopped, or no longer one the pool keeps: it was being replaced
             vanished = bool(fault.skipped) and not (hit.running and hit in _containers(pool))
         else:
             fault.skipped, vanished = "no running container to hit", True
