@@ -26,6 +26,30 @@ def import_ray() -> Any:
     return ray
 
 
+def unplaced_requests(bundle: dict[str, float]) -> int | None:
+    """How many actor or task requests of exactly this resource shape Ray has not placed yet
+    (waiting for resources, or infeasible), or ``None`` where the cluster cannot say.
+
+    Ray takes a request's resources when it places it, before the worker process starts, so this
+    tells a request that is waiting for capacity from one whose worker is still starting.
+    """
+    ray = import_ray()
+    want = {k: float(v) for k, v in bundle.items() if v}
+    try:
+        from ray.autoscaler.v2.sdk import get_cluster_status
+
+        status = get_cluster_status(ray.get_runtime_context().gcs_address, timeout=5)
+        demands = status.resource_demands.ray_task_actor_demand
+    except Exception:  # a Ray without this report, or a ray:// client: unknown
+        return None
+    return sum(
+        request.count
+        for demand in demands
+        for request in demand.bundles_by_count
+        if {k: float(v) for k, v in request.bundle.items() if v} == want
+    )
+
+
 def check_address(address: Any) -> str | None:
     """``None`` (a local cluster for this run), ``auto``, ``ray://host:port`` or ``host:port``."""
     if address is None:

@@ -28,7 +28,7 @@ from ..core.errors import ServerStartError
 from ..core.loopback import is_loopback
 from .health import health_state
 from .local import LocalProcessProvider, _check_app
-from .ray_cluster import RayConnection, import_ray
+from .ray_cluster import RayConnection, import_ray, unplaced_requests
 from .signals import raise_on_stop_signals
 
 PLACEMENTS = ("spread", "pack")
@@ -214,15 +214,8 @@ class RayServerGroup:
         try:
             ready, _ = ray.wait(refs, num_returns=n, timeout=timeout)
             if not all_or_none and len(ready) < n:
-                placed, _ = ray.wait(pings, num_returns=n, timeout=0)
-                starting = [
-                    r for r, p in zip(refs, pings, strict=True) if p in placed and r not in ready
-                ]
-                if starting:
-                    late, _ = ray.wait(
-                        starting, num_returns=len(starting), timeout=self.startup_timeout
-                    )
-                    ready = ready + late
+                late = self._wait_placed([r for r in refs if r not in ready], refs, pings)
+                ready = ready + late
         except BaseException:
             self._kill_actors(actors)
             raise
@@ -250,6 +243,20 @@ class RayServerGroup:
         self._kill_actors([a for a, r in zip(actors, refs, strict=True) if r not in ready])
         self.stats["servers_started"] += len(servers)
         return servers
+
+    def _wait_placed(self, unready: list[Any], refs: list[Any], pings: list[Any]) -> list[Any]:
+        """Of the starts still running, wait ``startup_timeout`` for those Ray has placed: their
+        ``alive`` ping answered (the worker runs), or Ray holds no unplaced request of their
+        shape (placed, the worker process still starting: slow on a loaded node)."""
+        ray = import_ray()
+        answered, _ = ray.wait(pings, num_returns=len(pings), timeout=0)
+        known = sum(1 for r, p in zip(refs, pings, strict=True) if p in answered and r in unready)
+        unplaced = unplaced_requests({"CPU": self.cpus_per_server, **self.resources})
+        placed = known if unplaced is None else max(known, len(unready) - unplaced)
+        if not placed:
+            return []
+        late, _ = ray.wait(unready, num_returns=placed, timeout=self.startup_timeout)
+        return late
 
     def start(self, n: int) -> RayServerGroup:
         """Start ``n`` servers (``start_ray_servers`` calls this)."""

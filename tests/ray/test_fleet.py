@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from blackjack_env import BlackjackEnv
 from ray_helpers import APP, node_id_with, wait_gone
+from server_helpers import wait_until
 
 from openenv_train.core.errors import ServerStartError
 from openenv_train.runtime.health import healthy
+from openenv_train.runtime.ray_cluster import unplaced_requests
 from openenv_train.runtime.ray_fleet import RayServerGroup, start_ray_servers
 
 pytestmark = pytest.mark.ray
@@ -76,7 +78,7 @@ def test_a_placed_replacement_slow_to_start_is_waited_for(cluster, no_leaks, tmp
         "OPENENV_TRAIN_TEST_SLOW_START_S": "20",
     }
     app = "slow_start_app:app"
-    with RayServerGroup(app, cpus_per_server=0.1, env=env, replace_timeout=10).start(1) as fleet:
+    with RayServerGroup(app, cpus_per_server=0.1, env=env, replace_timeout=3).start(1) as fleet:
         flag.touch()  # from now on a server takes 20 s to start: longer than replace_timeout
         victim = fleet.servers[0]
         os.kill(victim.pid, signal.SIGKILL)
@@ -105,6 +107,13 @@ def test_fleet_scales_up_and_down(cluster, no_leaks):
 
 
 def test_unplaceable_request_fails_clearly_and_leaves_nothing(cluster, no_leaks):
+    # Ray reports the request it cannot place (what tells it from a placed one still starting)
+    shape = {"CPU": 0.1, "no_such_node": 1}
+    fleet = RayServerGroup(APP, cpus_per_server=0.1, resources={"no_such_node": 1})
+    actor = fleet._new_actor(replacing=True)
+    wait_until(lambda: unplaced_requests(shape) == 1, 20, "Ray to report the waiting request")
+    fleet._kill_actors([actor])
+    wait_until(lambda: unplaced_requests(shape) == 0, 20, "the report to drop the killed actor")
     fleet = RayServerGroup(APP, resources={"no_such_node": 1}, startup_timeout=1)
     with pytest.raises(ServerStartError, match="resources"):
         fleet._start(1, timeout=2)
