@@ -19,7 +19,7 @@ if str(SUPPORT) not in sys.path:
     sys.path.insert(0, str(SUPPORT))
 
 # fixtures several directories share; each directory defines the inputs they take (``tiny_pair``)
-pytest_plugins = ("tiny_models", "cpu_profile")
+pytest_plugins = ("tiny_models", "shared_servers", "cpu_profile")
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # TRL's rollout_func is "experimental"
 

@@ -11,14 +11,6 @@ import pytest
 pytest.importorskip("trl.experimental.async_grpo")
 
 
-@pytest.fixture(scope="module")
-def blackjack_url():
-    from openenv_train.runtime import LocalProcessProvider
-
-    with LocalProcessProvider("blackjack_env.server.app:app", startup_timeout=120) as p:
-        yield p.base_url
-
-
 def test_weight_sync_names_what_the_server_lacks(blackjack_url) -> None:
     from openenv_train.policy.vllm_server import free_port
     from openenv_train.training.async_grpo import ReloadWeightTransfer, WeightSyncError

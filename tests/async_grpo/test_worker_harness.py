@@ -13,14 +13,6 @@ pytest.importorskip("trl.experimental.async_grpo")
 CALL = '<tool_call>{"name": "echo_message", "arguments": {"message": "hello world"}}</tool_call>'
 
 
-@pytest.fixture(scope="module")
-def echo_url():
-    from openenv_train.runtime import LocalProcessProvider
-
-    with LocalProcessProvider("echo_env.server.app:app", startup_timeout=120) as server:
-        yield server.base_url
-
-
 def test_worker_plays_harness_sessions_into_rows(echo_url) -> None:
     from chatml import chatml_tokenizer
     from echo_env import EchoEnv

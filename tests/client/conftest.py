@@ -20,9 +20,3 @@ def ot_cap_url() -> Iterator[str]:
     """Our create_app serving ``ot_apps.TEnv`` with max_sessions=1."""
     with serve("ot_apps:cap_app") as p:
         yield p.base_url
-
-
-@pytest.fixture(scope="session")
-def echo_url() -> Iterator[str]:
-    with serve("echo_env.server.app:app") as p:
-        yield p.base_url

@@ -1,4 +1,4 @@
-"""Fixtures: our echo env server and OpenEnv 0.10's own server (its classes, installed), on loopback."""
+"""Fixtures: OpenEnv 0.10's own server (its classes, installed) on loopback; our echo server: ``shared_servers``."""
 
 from __future__ import annotations
 
@@ -14,13 +14,6 @@ sys.path.insert(0, str(TESTS / "client"))  # client_servers, oe_apps (OpenEnv 0.
 
 from client_servers import serve  # noqa: E402
 from server_helpers import serve_app  # noqa: E402, F401  (the fixture, offered to these tests)
-
-
-@pytest.fixture(scope="session")
-def echo_url() -> Iterator[str]:
-    """Our server: the echo env (MCP tool ``echo_message``)."""
-    with serve("echo_env.server.app:app") as p:
-        yield p.base_url
 
 
 @pytest.fixture(scope="session")

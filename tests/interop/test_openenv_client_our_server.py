@@ -7,29 +7,14 @@ each server a real subprocess on loopback.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from blackjack_env.game import HIT, STAND, BlackjackGame, rank_label
-
-from openenv_train.runtime import LocalProcessProvider
 
 openenv_core = pytest.importorskip("openenv.core")
 from openenv.core import GenericEnvClient  # noqa: E402
 
 pytestmark = pytest.mark.interop
-
-
-@pytest.fixture(scope="module")
-def echo_url() -> Iterator[str]:
-    with LocalProcessProvider("echo_env.server.app:app", startup_timeout=120) as p:
-        yield p.base_url
-
-
-@pytest.fixture(scope="module")
-def blackjack_url() -> Iterator[str]:
-    with LocalProcessProvider("blackjack_env.server.app:app", startup_timeout=120) as p:
-        yield p.base_url
 
 
 async def test_generic_client_plays_blackjack_async(blackjack_url):

@@ -12,7 +12,6 @@ from openenv_train.core.mcp_types import CallToolAction
 from openenv_train.policy.chat_models import FAMILIES, build_chat_model, chat_template
 from openenv_train.policy.transformers_policy import TransformersPolicy
 from openenv_train.rollout import RolloutConfig, RolloutEngine, TextEnvSpec
-from openenv_train.runtime import LocalProcessProvider
 
 TURNS = 12
 
@@ -43,12 +42,6 @@ class RecordingPolicy(TransformersPolicy):
         gens = super().generate_sync(prompts, sampling, seeds)
         self.calls += [(list(p), list(g.token_ids)) for p, g in zip(prompts, gens, strict=True)]
         return gens
-
-
-@pytest.fixture(scope="module")
-def echo_url():
-    with LocalProcessProvider("echo_env.server.app:app", startup_timeout=120) as p:
-        yield p.base_url
 
 
 def segments(mask: list[int]) -> list[tuple[int, int, int]]:

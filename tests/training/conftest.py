@@ -1,29 +1,8 @@
-"""Real BlackJack/echo servers on loopback and a tiny Llama, shared by the trainer tests."""
+"""A tiny Llama, fresh or format-warmed, for the trainer tests (servers: ``shared_servers``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-
-
-@pytest.fixture(scope="module")
-def blackjack_servers() -> Iterator[list[str]]:
-    from openenv_train.runtime import start_local_servers
-
-    group = start_local_servers("blackjack_env.server.app:app", 2, startup_timeout=120)
-    try:
-        yield group.base_urls
-    finally:
-        group.stop()
-
-
-@pytest.fixture(scope="module")
-def echo_url() -> Iterator[str]:
-    from openenv_train.runtime import LocalProcessProvider
-
-    with LocalProcessProvider("echo_env.server.app:app", startup_timeout=120) as p:
-        yield p.base_url
 
 
 @pytest.fixture()
