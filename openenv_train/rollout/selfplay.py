@@ -263,8 +263,10 @@ def _pieces(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return pieces
 
 
-def seat_row(rec: SeatRecord, *, row: int, group: int, prompt: Any, stop: str) -> EpisodeRecord:
-    """The TRL row of one seat."""
+def seat_row(
+    rec: SeatRecord, *, row: int, group: int, prompt: Any, stop: str, loss_weight: float = 1.0
+) -> EpisodeRecord:
+    """The TRL row of one seat; a lost game's return times ``loss_weight`` (loss aversion)."""
     metrics = {"seat": rec.seat, "turns": rec.turns, "stop_reason": stop}
     if rec.tokens is None:
         raise RuntimeError(
@@ -282,7 +284,7 @@ def seat_row(rec: SeatRecord, *, row: int, group: int, prompt: Any, stop: str) -
         completion_ids=t.completion_ids,
         logprobs=t.logprobs,
         env_mask=t.env_mask,
-        reward=rec.reward,
+        reward=rec.reward * loss_weight if rec.reward < 0 else rec.reward,
         num_turns=rec.turns,
         metrics=metrics,
         model_texts=list(t.model_texts),
@@ -335,6 +337,10 @@ class SelfPlayRunner:
     that let the other side fork earlier). A seat with no lost game kept plays a usual group
     against a built-in opponent.
 
+    ``loss_weight`` > 1: a row's reward is its seat's return times ``loss_weight`` where the
+    seat lost (the metrics keep the returns): a seat then prefers a safe draw to a risky win,
+    what a game that must never be lost asks for; zero-sum play (poker) keeps 1.
+
     ``recorder`` (an :class:`~.episode.EpisodeRecorder`) keeps the first games played, in the
     order they start, decoded seat by seat (:func:`game_turns`); none are decoded without one.
     """
@@ -357,6 +363,7 @@ class SelfPlayRunner:
         openings: int = 0,
         replay_share: float = 0.0,
         replay_size: int = 512,
+        loss_weight: float = 1.0,
         recorder: EpisodeRecorder | None = None,
     ) -> None:
         if advantages not in ADVANTAGES:
@@ -395,6 +402,11 @@ class SelfPlayRunner:
             )
         if replay_size < 1:
             raise ValueError(f"replay_size must be >= 1, got {replay_size}")
+        if not loss_weight >= 1.0:
+            raise ValueError(
+                f"loss_weight must be >= 1 (1: the game's own returns), got {loss_weight}"
+            )
+        self.loss_weight = loss_weight
         self.replay_share = replay_share
         #: per seat: (seed, reset arguments, the seat's answers) of games it lost
         self._lost: list[deque[tuple[int, dict[str, Any], list[str]]]] = [
@@ -553,7 +565,14 @@ class SelfPlayRunner:
         else:
             order = [rec for u in range(units) for s in range(n) for rec in by_slot[(u, s)]]
         rows: list[EpisodeRecord | None] = [
-            seat_row(rec, row=i, group=i // group_size, prompt=prompts[i], stop=stop)
+            seat_row(
+                rec,
+                row=i,
+                group=i // group_size,
+                prompt=prompts[i],
+                stop=stop,
+                loss_weight=self.loss_weight,
+            )
             for i, (rec, stop) in enumerate(order)
         ]
         metrics = selfplay_metrics(

@@ -25,10 +25,10 @@ __all__ = sorted(name for names in _EXPORTS.values() for name in names)
 __getattr__, __dir__, _HOME = lazy_names(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what editors and type checkers see
-    from .connect import connect_to, connect_to_hub, connect_to_image, connect_to_sync
-    from .container import ContainerProvider
-    from .daytona import DaytonaProvider
-    from .env_pool import EnvPool, Lease
-    from .local import LocalProcessProvider, ServerGroup, start_local_servers
-    from .ray_fleet import RayServerGroup, start_ray_servers
-    from .servers import start_container_servers, start_servers
+    from .connect import connect_to, connect_to_hub, connect_to_image, connect_to_sync  # noqa: F401
+    from .container import ContainerProvider  # noqa: F401
+    from .daytona import DaytonaProvider  # noqa: F401
+    from .env_pool import EnvPool, Lease  # noqa: F401
+    from .local import LocalProcessProvider, ServerGroup, start_local_servers  # noqa: F401
+    from .ray_fleet import RayServerGroup, start_ray_servers  # noqa: F401
+    from .servers import start_container_servers, start_servers  # noqa: F401

@@ -63,6 +63,10 @@ class SelfPlaySection(config.StrictModel):
     replay_share: float = Field(0.0, ge=0, le=1)
     #: lost games kept per seat for replay_share (the oldest go first)
     replay_size: int = Field(512, ge=1)
+    #: a lost game's return is multiplied by this in training (the evals and metrics keep the
+    #: game's own): above 1, a seat gives up a chance to win to avoid a chance to lose. For a game
+    #: that must never be lost (tic-tac-toe against anyone); a zero-sum poker game keeps 1
+    loss_weight: float = Field(1.0, ge=1.0, le=100.0)
     #: answers limited to the legal moves' words in training and evals (no illegal move is
     #: sampled; the logprobs stay the model's own)
     mask_illegal: bool = False

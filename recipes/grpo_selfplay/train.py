@@ -299,6 +299,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 openings=sp.openings,
                 replay_share=sp.replay_share,
                 replay_size=sp.replay_size,
+                loss_weight=sp.loss_weight,
             )
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)

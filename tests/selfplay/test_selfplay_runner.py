@@ -73,6 +73,22 @@ async def test_rows_are_per_seat_groups_of_one_deal(kuhn, tokenizer) -> None:
         assert f"seat {x.metrics['seat']}" in text and text.count("card") == 1
 
 
+async def test_loss_weight_scales_lost_games_in_the_rows_only(kuhn, tokenizer) -> None:
+    r = runner(kuhn.url, tokenizer, seed=7, loss_weight=3.0)
+    try:
+        batch = await r.run(["p"] * 32, 4)
+    finally:
+        await r.aclose()
+    games, rows = r.last_games, batch.records
+    returns = [g.returns[s] for k in range(0, 16, 4) for s in (0, 1) for g in games[k : k + 4]]
+    assert any(x < 0 for x in returns) and any(x > 0 for x in returns)
+    assert [x.reward for x in rows] == [3.0 * x if x < 0 else x for x in returns]
+    # the metrics report the game's own returns: zero-sum still
+    assert batch.metrics["seat0/mean_return"] == -batch.metrics["seat1/mean_return"]
+    with pytest.raises(ValueError, match="loss_weight must be >= 1"):
+        runner(kuhn.url, tokenizer, loss_weight=0.5)
+
+
 async def test_role_layout_is_one_group_per_seat(kuhn, tokenizer) -> None:
     r = runner(kuhn.url, tokenizer, advantages="role")
     try:
