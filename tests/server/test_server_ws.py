@@ -233,9 +233,13 @@ async def test_quick_sync_env_earns_inline_calls_and_slow_or_opted_out_ones_do_n
         s = serve_app(app)
         async with websockets.connect(s.ws_url) as ws:
             await rpc(ws, {"type": "reset"})
-            n = PROMOTE_AFTER + 20 if cls is not slow else 40
-            for _ in range(n):
+            # the quick class is promoted after PROMOTE_AFTER quick calls in a row; on a loaded
+            # machine a preempted thread breaks a streak now and then (a bounded wait, not a count)
+            limit = {quick: 20 * PROMOTE_AFTER, slow: 40}.get(cls, PROMOTE_AFTER + 20)
+            n = 0
+            while n < limit and not (cls is quick and True in seen.get("Quick", ())):
                 r = await rpc(ws, {"type": "step", "data": {"n": 1}})
+                n += 1
             assert r["data"]["observation"]["total"] == n
         plans[cls] = app.sessions.plans[cls]
     assert plans[quick].inline is True and seen["Quick"] == {False, True}
