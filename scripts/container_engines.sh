@@ -40,10 +40,26 @@ wait_for() {  # wait_for SECONDS DESCRIPTION CMD...
   log "error: $what did not come up within ${secs}s"; return 1
 }
 
+# The daemons start from / and outlive this script: one started from a checkout that is later
+# deleted (a CI clone) keeps a deleted working directory, and Podman's conmon then fails every
+# container start ("write child: broken pipe"). One found in that state is stopped first.
+stop_if_cwd_deleted() {  # $1: process name
+  local pid
+  for pid in $(pgrep -x "$1"); do
+    if [[ "$(readlink "/proc/$pid/cwd")" == *" (deleted)" ]]; then
+      log "stopping $1 (pid $pid): it runs in a deleted directory"
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+  done
+}
+stop_if_cwd_deleted podman
+stop_if_cwd_deleted dockerd
+
 # ---- Docker -------------------------------------------------------------------------------------
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd (log: /var/log/dockerd.log)"
-  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  nohup env -C / dockerd >/var/log/dockerd.log 2>&1 &
   wait_for 60 dockerd docker info || { tail -20 /var/log/dockerd.log; exit 1; }
 fi
 
@@ -68,7 +84,8 @@ if ! podman_up >/dev/null 2>&1; then
   log "starting the Podman API service on unix://$PODMAN_SOCK (log: /var/log/podman-service.log)"
   mkdir -p "$(dirname "$PODMAN_SOCK")"
   rm -f "$PODMAN_SOCK"
-  nohup podman system service --time=0 "unix://$PODMAN_SOCK" >/var/log/podman-service.log 2>&1 &
+  nohup env -C / podman system service --time=0 "unix://$PODMAN_SOCK" \
+    >/var/log/podman-service.log 2>&1 &
   wait_for 60 "podman service" podman_up || { tail -20 /var/log/podman-service.log; exit 1; }
 fi
 
