@@ -22,7 +22,7 @@ ORDERED = -p no:randomly
 # every env package under envs/ (editable), so the catalog lists them all
 ENV_PACKAGES = $(foreach p,$(sort $(wildcard envs/*/pyproject.toml)),-e $(patsubst %/,%,$(dir $(p))))
 
-.PHONY: setup demo test test-main test-vllm check test-random prometheus-ready lint bench fuzz clean engines engines-ready config-table \
+.PHONY: setup demo test test-main test-vllm check test-random coverage prometheus-ready lint bench fuzz clean engines engines-ready config-table \
 	docs docs-gen browser-ready screenshots dist
 
 # pip installs without compiling: compiling every module of every dependency was half of the
@@ -71,6 +71,14 @@ check: setup $(COLLECTED)
 # The main suite in a random order (pytest-randomly; a seed is printed to replay an order).
 test-random: setup $(COLLECTED) engines-ready browser-ready prometheus-ready
 	$(BIN)/python -m pytest tests $(XDIST) $(PYTEST_ARGS)
+
+# Line coverage of openenv_train/ over the main suite: the test workers and the Python processes
+# they start (env servers, CLI runs; a server killed with SIGKILL leaves no data). Slower than
+# `make test`; the total is the last line, the per-file table in coverage.txt.
+coverage: setup $(COLLECTED) engines-ready browser-ready prometheus-ready
+	rm -f .coverage .coverage.*
+	-$(BIN)/python -m pytest tests $(XDIST) $(ORDERED) --cov=openenv_train --cov-report= $(PYTEST_ARGS)
+	$(BIN)/coverage report > coverage.txt; tail -1 coverage.txt
 
 test-vllm:
 	bash scripts/ci_vllm.sh
