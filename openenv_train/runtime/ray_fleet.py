@@ -214,8 +214,7 @@ class RayServerGroup:
         try:
             ready, _ = ray.wait(refs, num_returns=n, timeout=timeout)
             if not all_or_none and len(ready) < n:
-                late = self._wait_placed([r for r in refs if r not in ready], refs, pings)
-                ready = ready + late
+                ready = ready + self._wait_placed(refs, pings, ready)
         except BaseException:
             self._kill_actors(actors)
             raise
@@ -244,11 +243,12 @@ class RayServerGroup:
         self.stats["servers_started"] += len(servers)
         return servers
 
-    def _wait_placed(self, unready: list[Any], refs: list[Any], pings: list[Any]) -> list[Any]:
+    def _wait_placed(self, refs: list[Any], pings: list[Any], ready: list[Any]) -> list[Any]:
         """Of the starts still running, wait ``startup_timeout`` for those Ray has placed: their
         ``alive`` ping answered (the worker runs), or Ray holds no unplaced request of their
         shape (placed, the worker process still starting: slow on a loaded node)."""
         ray = import_ray()
+        unready = [r for r in refs if r not in ready]
         answered, _ = ray.wait(pings, num_returns=len(pings), timeout=0)
         known = sum(1 for r, p in zip(refs, pings, strict=True) if p in answered and r in unready)
         unplaced = unplaced_requests({"CPU": self.cpus_per_server, **self.resources})
