@@ -86,14 +86,21 @@ async def play_game(
     reset_kwargs: dict[str, Any],
     sampling: SamplingSettings | None = None,
     replay: dict[int, list[str]] | None = None,
+    explore: int | None = None,
 ) -> SelfPlayGame:
     """Play one game on ``client`` (an open session holding every seat) with ``generate`` in
     every seat (or ``generate[s]`` in seat ``s``). ``config.max_turns`` bounds each seat's
     answers. ``replay[s]``: seat ``s``'s first answers, given instead of generated (in its
     context as the model's answer would be, masked out of training like env text): with the
-    seed, the game goes back to a position it reached before and plays on from there."""
+    seed, the game goes back to a position it reached before and plays on from there.
+    ``explore`` (with ``replay``): the replayed seat's first answer of its own is the
+    ``explore``-th of its legal answers (cycled; the spec must list them), not a sample, so that a
+    move the policy never samples there is still played and compared; the seat's later answers
+    are sampled but masked out of training like env text (the game's return grades the explored
+    move, not them)."""
     sampling = sampling or config.sampling(codec.tokenizer)
     replay = dict(replay or {})
+    branch = {s: len(given) for s, given in replay.items()} if explore is not None else {}
     result = await client.reset(**reset_kwargs)
     n = int(result.observation.num_players)
     tokens: list[EpisodeTokens | None] = [None] * n
@@ -131,7 +138,11 @@ async def play_game(
         else:
             replay.pop(s, None)  # the game went another way than before: the model takes over
             answer = generate[s] if isinstance(generate, list) else generate
-            text = await _model_answer(answer, seat_tokens, spec, obs, codec, sampling)
+            forced = explore if branch.get(s) == turns[s] else None
+            trained = s not in branch or turns[s] <= branch[s]
+            text = await _model_answer(
+                answer, seat_tokens, spec, obs, codec, sampling, forced, trained
+            )
             action = _action(spec, text, obs)
         turns[s] += 1
         answers.append(s)
@@ -165,17 +176,31 @@ async def _model_answer(
     obs: Any,
     codec: TokenCodec,
     sampling: SamplingSettings,
+    forced: int | None = None,
+    trained: bool = True,
 ) -> str:
     """The policy's answer in the seat's context (masked to the legal answers where the spec
-    lists them), appended to its record as a model turn; returns its text."""
+    lists them; ``forced``: to the ``forced``-th of them, cycled), appended to its record as a
+    model turn with the model's own logprobs (``trained=False``: as context, masked out of
+    training); returns its text."""
     allowed = legal_answer_ids(spec, obs, codec.tokenizer)
+    if forced is not None:
+        if allowed is None:
+            raise RuntimeError(
+                "exploring a replayed position needs the spec's legal_answers (mask_illegal)"
+            )
+        ordered = sorted(allowed)
+        allowed = frozenset([ordered[forced % len(ordered)]])
     if allowed is None:
         gen = await answer(seat_tokens.context(), sampling)
     else:
         gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
     if not gen.token_ids:
         raise RuntimeError("the policy returned no tokens; it must generate at least one")
-    seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+    if trained:
+        seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
+    else:
+        seat_tokens.add_env(list(gen.token_ids))
     return gen.text
 
 
@@ -304,6 +329,8 @@ class _Task:
     reset: dict[str, Any] = field(default_factory=dict)
     #: per seat, the first answers given rather than generated (a lost game played again)
     replay: dict[int, list[str]] = field(default_factory=dict)
+    #: with ``replay``: which legal answer the seat's first answer of its own is (None: sampled)
+    explore: int | None = None
 
 
 class SelfPlayRunner:
@@ -335,7 +362,12 @@ class SelfPlayRunner:
     each row's context as they were, masked out of training: the group compares only answers
     from a position of a game that was lost (the losing move may be the last answer, or one
     that let the other side fork earlier). A seat with no lost game kept plays a usual group
-    against a built-in opponent.
+    against a built-in opponent. ``replay_explore``: in such a group, the seat's first answer
+    after the given ones is not sampled but goes through the legal answers (game ``k`` of the
+    group plays the ``k``-th, cycled; needs the spec's ``legal_answers``), so the group compares
+    every move from the position, also the ones the policy has stopped sampling there (a
+    confident policy samples one move 16 times out of 16, and GRPO then has nothing to compare);
+    only that answer is trained, the seat's later ones are context.
 
     ``loss_weight`` > 1: a row's reward is its seat's return times ``loss_weight`` where the
     seat lost (the metrics keep the returns): a seat then prefers a safe draw to a risky win,
@@ -363,6 +395,7 @@ class SelfPlayRunner:
         openings: int = 0,
         replay_share: float = 0.0,
         replay_size: int = 512,
+        replay_explore: bool = False,
         loss_weight: float = 1.0,
         recorder: EpisodeRecorder | None = None,
     ) -> None:
@@ -408,6 +441,7 @@ class SelfPlayRunner:
             )
         self.loss_weight = loss_weight
         self.replay_share = replay_share
+        self.replay_explore = replay_explore
         #: per seat: (seed, reset arguments, the seat's answers) of games it lost
         self._lost: list[deque[tuple[int, dict[str, Any], list[str]]]] = [
             deque(maxlen=replay_size) for _ in range(num_seats)
@@ -484,7 +518,12 @@ class SelfPlayRunner:
         seed, reset, given = lost[self._rng.randrange(len(lost))]
         back = self._rng.randint(1, len(given))
         replay = {seat: given[: len(given) - back]}
-        return [_Task(unit, seed, (seat,), [live] * n, reset, replay) for _ in range(per_unit)]
+        return [
+            _Task(
+                unit, seed, (seat,), [live] * n, reset, replay, k if self.replay_explore else None
+            )
+            for k in range(per_unit)
+        ]
 
     def _keep_lost(self, tasks: list[_Task], played: list[SelfPlayGame]) -> None:
         """Keep the games a seat lost against a built-in opponent (each position once)."""
@@ -522,6 +561,7 @@ class SelfPlayRunner:
                         config=self.config,
                         reset_kwargs={**self.reset_kwargs, **task.reset, "seed": task.seed},
                         replay=task.replay,
+                        explore=task.explore,
                     )
                     if slot is not None:
                         slot.put(game_turns(game, self.codec, self.spec))

@@ -63,6 +63,10 @@ class SelfPlaySection(config.StrictModel):
     replay_share: float = Field(0.0, ge=0, le=1)
     #: lost games kept per seat for replay_share (the oldest go first)
     replay_size: int = Field(512, ge=1)
+    #: in a replayed group, the seat's first answer after the given ones goes through the legal
+    #: moves (game k of the group plays the k-th) instead of being sampled: a move the policy
+    #: no longer samples there is still tried and compared (needs mask_illegal)
+    replay_explore: bool = False
     #: a lost game's return is multiplied by this in training (the evals and metrics keep the
     #: game's own): above 1, a seat gives up a chance to win to avoid a chance to lose. For a game
     #: that must never be lost (tic-tac-toe against anyone); a zero-sum poker game keeps 1
@@ -162,6 +166,13 @@ class RecipeConfig(config.RunConfig):
             raise ValueError(
                 "selfplay.replay_share replays games lost against a built-in opponent: set "
                 "selfplay.builtin_share > 0 too"
+            )
+        if self.selfplay.replay_explore and not (
+            self.selfplay.replay_share and self.selfplay.mask_illegal
+        ):
+            raise ValueError(
+                "selfplay.replay_explore goes through the legal moves of replayed positions: set "
+                "selfplay.replay_share > 0 and selfplay.mask_illegal: true too"
             )
         asked = "distill_average" in self.eval.model_fields_set  # on by default, where it can be
         if asked and self.eval.distill_average and not self.eval.nash_conv:

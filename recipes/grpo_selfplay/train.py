@@ -300,6 +300,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
                 replay_share=sp.replay_share,
                 replay_size=sp.replay_size,
                 loss_weight=sp.loss_weight,
+                replay_explore=sp.replay_explore,
             )
 
         rollout_func = RolloutFunc(RunnerStrategy(make_runner), on_batch=evals.on_batch)

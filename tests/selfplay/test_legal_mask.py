@@ -185,3 +185,47 @@ async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tin
     assert checked == 32 and resumed >= 8  # most start past the first answer
     with pytest.raises(ValueError, match="builtin_share > 0"):
         SelfPlayRunner(policy, None, [object()], config=RolloutConfig(), replay_share=0.5)
+
+
+async def test_replay_explore_tries_each_legal_move_of_the_replayed_position(ttt, tiny) -> None:
+    runner, policy = await _games(
+        ttt.url,
+        tiny,
+        mask_illegal=True,
+        builtin_share=1.0,
+        builtin_opponents=("scripted",),
+        replay_share=1.0,
+        replay_explore=True,
+        seed=4,
+    )
+    tok = tiny[1]
+    try:
+        await runner.run(["p"] * 32, 4)  # nothing lost yet: games from the start
+        second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
+        replayed = runner.last_games
+    finally:
+        await runner.aclose()
+        await policy.aclose()
+    assert second.metrics["replayed_games"] == 32
+    distinct = later = 0
+    for g in range(0, 32, 4):  # a group: 4 games of one seat from one replayed position
+        firsts, cells = [], None
+        for game in replayed[g : g + 4]:
+            (seat,) = [s for s in (0, 1) if game.seats[s].tokens is not None]
+            t = game.seats[seat].tokens
+            # only the explored answer is trained (the model's own logprob); the seat's later
+            # answers are context, masked out like env text
+            (at,) = _answer_starts(t.env_mask)
+            assert t.logprobs[at] < 0
+            view = tok.decode(t.prompt_ids + t.completion_ids[:at]).split("board ")[-1].split()
+            k = sum(w.startswith("xo"[seat]) for w in view)  # the seat's answers given before
+            assert t.completion_ids[at] == tok.convert_tokens_to_ids(game.texts[k])
+            firsts.append(int(game.texts[k]))
+            later += len(game.texts) - k - 1
+            free = {int(w[1:]) for w in view if w.startswith(".")}
+            cells = cells or sorted(free)
+            assert cells == sorted(free)  # the same position in the whole group
+        # game k of the group played the k-th legal cell (cycled where fewer than 4 are legal)
+        assert firsts == [cells[k % len(cells)] for k in range(4)]
+        distinct += len(set(firsts)) == 4
+    assert distinct >= 4 and later >= 8  # games went on after the explored answer

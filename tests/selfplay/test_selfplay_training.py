@@ -152,6 +152,20 @@ def test_group_advantages_scale_by_the_batch_unless_the_config_says() -> None:
     assert parse_config(asked).grpo.scale_rewards == "group"
 
 
+def test_replay_explore_needs_replays_and_the_legal_moves() -> None:
+    from openenv_train.recipes.grpo_selfplay.config import parse_config
+    from openenv_train.training.errors import ConfigError
+
+    replays = {"builtin_share": 1.0, "replay_share": 0.5, "replay_explore": True}
+    cfg = {"recipe": "grpo_selfplay", "game": {"name": "tic_tac_toe"}}
+    assert parse_config(
+        {**cfg, "selfplay": {**replays, "mask_illegal": True}}
+    ).selfplay.replay_explore
+    for selfplay in (replays, {"replay_explore": True, "mask_illegal": True}):
+        with pytest.raises(ConfigError, match="replay_explore.*mask_illegal: true too"):
+            parse_config({**cfg, "selfplay": selfplay})
+
+
 def test_the_recipe_records_self_play_episodes_seat_by_seat(tmp_path: Path) -> None:
     """Each periodic eval's sample (``eval.trajectories``) is greedy self-play games, every turn
     naming its seat and every seat's rewards, in the files ``openenv-train view`` reads."""
