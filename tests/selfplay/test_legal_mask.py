@@ -4,6 +4,7 @@ model's own) and GRPO groups played against the server's built-in opponent."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -140,25 +141,33 @@ def _answer_starts(mask: list[int]) -> list[int]:
     return [i for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1])]
 
 
-async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tiny) -> None:
+async def _replay_rounds(url: str, tiny, **kw) -> tuple[Any, ...]:
+    """Two batches against scripted play, every group replaying once a game is lost: ``(first
+    batch, second batch, the lost games kept after the first, the first's games, the second's
+    games, the policy)``."""
     runner, policy = await _games(
-        ttt.url,
+        url,
         tiny,
         mask_illegal=True,
         builtin_share=1.0,
         builtin_opponents=("scripted",),
         replay_share=1.0,
         seed=4,
+        **kw,
     )
     try:
         first = await runner.run(["p"] * 32, 4)  # nothing lost yet: games from the start
         lost_before = [list(kept) for kept in runner._lost]
         originals = runner.last_games
         second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
-        replayed = runner.last_games
+        return first, second, lost_before, originals, runner.last_games, policy
     finally:
         await runner.aclose()
         await policy.aclose()
+
+
+async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tiny) -> None:
+    first, second, lost_before, originals, replayed, policy = await _replay_rounds(ttt.url, tiny)
     assert first.metrics["replayed_games"] == 0
     assert all(lost_before), "the untrained model lost no game in a seat against scripted play"
     assert second.metrics["replayed_games"] == 32
@@ -188,24 +197,8 @@ async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tin
 
 
 async def test_replay_explore_tries_each_legal_move_of_the_replayed_position(ttt, tiny) -> None:
-    runner, policy = await _games(
-        ttt.url,
-        tiny,
-        mask_illegal=True,
-        builtin_share=1.0,
-        builtin_opponents=("scripted",),
-        replay_share=1.0,
-        replay_explore=True,
-        seed=4,
-    )
+    _, second, _, _, replayed, _ = await _replay_rounds(ttt.url, tiny, replay_explore=True)
     tok = tiny[1]
-    try:
-        await runner.run(["p"] * 32, 4)  # nothing lost yet: games from the start
-        second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
-        replayed = runner.last_games
-    finally:
-        await runner.aclose()
-        await policy.aclose()
     assert second.metrics["replayed_games"] == 32
     distinct = later = 0
     for g in range(0, 32, 4):  # a group: 4 games of one seat from one replayed position
