@@ -268,7 +268,8 @@ def _hit(
     """Inject one fault into the pool's first running container (returns after the outage).
 
     A container that stopped between being picked and being hit (the pool was replacing it) is
-    not a fault's target: another is hit, for up to ``retarget_s`` seconds."""
+    not a fault's target, nor one the engine refused the fault on (Docker cannot pause a
+    container it is stopping): another try is made, for up to ``retarget_s`` seconds."""
     fault = Fault(kind, round(time.monotonic() - t0, 1))
     deadline = time.monotonic() + retarget_s
     while True:
@@ -276,12 +277,16 @@ def _hit(
         if targets:
             hit = targets[0]
             fault.container = hit.name
+            refused = False
             try:
                 fault.skipped = inject(kind, hit, args.outage, args.allow_restart)
             except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
                 fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
+                refused = True  # the engine's answer to this try, not a reason to skip it
             # gone, stopped, or no longer one the pool keeps: it was being replaced
-            vanished = bool(fault.skipped) and not (hit.running and hit in _containers(pool))
+            vanished = refused or (
+                bool(fault.skipped) and not (hit.running and hit in _containers(pool))
+            )
         else:
             fault.skipped, vanished = "no running container to hit", True
         if not vanished or time.monotonic() > deadline:
