@@ -283,13 +283,13 @@ def _hit(
             except Exception as exc:  # noqa: BLE001 - e.g. the container is already gone
                 fault.skipped = f"{type(exc).__name__}: {exc}"[:200]
                 refused = True  # the engine's answer to this try, not a reason to skip it
-            # gone, stopped, or no longer one the pool keeps: it was being replaced
-            vanished = refused or (
+            # refused, gone, stopped, or no longer one the pool keeps: it was being replaced
+            retry = refused or (
                 bool(fault.skipped) and not (hit.running and hit in _containers(pool))
             )
         else:
-            fault.skipped, vanished = "no running container to hit", True
-        if not vanished or time.monotonic() > deadline:
+            fault.skipped, retry = "no running container to hit", True
+        if not retry or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     log(f"{fault.at_s:7.1f}s  {kind}  {fault.skipped or 'injected'}")

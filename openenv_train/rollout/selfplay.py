@@ -93,11 +93,8 @@ async def play_game(
     answers. ``replay[s]``: seat ``s``'s first answers, given instead of generated (in its
     context as the model's answer would be, masked out of training like env text): with the
     seed, the game goes back to a position it reached before and plays on from there.
-    ``explore`` (with ``replay``): the replayed seat's first answer of its own is the
-    ``explore``-th of its legal answers (cycled; the spec must list them), not a sample, so that a
-    move the policy never samples there is still played and compared; the seat's later answers
-    are sampled but masked out of training like env text (the game's return grades the explored
-    move, not them)."""
+    ``explore``: the replayed seat's first answer of its own is its ``explore``-th legal answer,
+    its later ones context (``SelfPlayRunner``'s ``replay_explore``)."""
     sampling = sampling or config.sampling(codec.tokenizer)
     replay = dict(replay or {})
     branch = {s: len(given) for s, given in replay.items()} if explore is not None else {}
@@ -138,10 +135,10 @@ async def play_game(
         else:
             replay.pop(s, None)  # the game went another way than before: the model takes over
             answer = generate[s] if isinstance(generate, list) else generate
-            forced = explore if branch.get(s) == turns[s] else None
-            trained = s not in branch or turns[s] <= branch[s]
+            at = turns[s] - branch.get(s, turns[s])  # > 0: after the explored answer
+            forced = explore if s in branch and at == 0 else None
             text = await _model_answer(
-                answer, seat_tokens, spec, obs, codec, sampling, forced, trained
+                answer, seat_tokens, spec, obs, codec, sampling, forced, at > 0
             )
             action = _action(spec, text, obs)
         turns[s] += 1
@@ -177,11 +174,11 @@ async def _model_answer(
     codec: TokenCodec,
     sampling: SamplingSettings,
     forced: int | None = None,
-    trained: bool = True,
+    context: bool = False,
 ) -> str:
     """The policy's answer in the seat's context (masked to the legal answers where the spec
     lists them; ``forced``: to the ``forced``-th of them, cycled), appended to its record as a
-    model turn with the model's own logprobs (``trained=False``: as context, masked out of
+    model turn with the model's own logprobs (``context``: as context, masked out of
     training); returns its text."""
     allowed = legal_answer_ids(spec, obs, codec.tokenizer)
     if forced is not None:
@@ -197,7 +194,7 @@ async def _model_answer(
         gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
     if not gen.token_ids:
         raise RuntimeError("the policy returned no tokens; it must generate at least one")
-    if trained:
+    if not context:
         seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
     else:
         seat_tokens.add_env(list(gen.token_ids))
