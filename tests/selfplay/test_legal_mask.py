@@ -160,14 +160,15 @@ async def _replay_rounds(url: str, tiny, **kw) -> tuple[Any, ...]:
         lost_before = [list(kept) for kept in runner._lost]
         originals = runner.last_games
         second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
-        return first, second, lost_before, originals, runner.last_games, policy
+        lost_after = [list(kept) for kept in runner._lost]
+        return first, second, lost_before, originals, runner.last_games, policy, lost_after
     finally:
         await runner.aclose()
         await policy.aclose()
 
 
 async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tiny) -> None:
-    first, second, lost_before, originals, replayed, policy = await _replay_rounds(ttt.url, tiny)
+    first, second, lost_before, originals, replayed, policy, _ = await _replay_rounds(ttt.url, tiny)
     assert first.metrics["replayed_games"] == 0
     assert all(lost_before), "the untrained model lost no game in a seat against scripted play"
     assert second.metrics["replayed_games"] == 32
@@ -197,9 +198,13 @@ async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tin
 
 
 async def test_replay_explore_tries_each_legal_move_of_the_replayed_position(ttt, tiny) -> None:
-    _, second, _, _, replayed, _ = await _replay_rounds(ttt.url, tiny, replay_explore=True)
+    _, second, lost_before, _, replayed, _, lost_after = await _replay_rounds(
+        ttt.url, tiny, replay_explore=True
+    )
     tok = tiny[1]
     assert second.metrics["replayed_games"] == 32
+    # the games the forced moves lost are not kept: the pool holds the policy's own losses
+    assert lost_after == lost_before
     distinct = later = 0
     for g in range(0, 32, 4):  # a group: 4 games of one seat from one replayed position
         firsts, cells = [], None
