@@ -180,13 +180,13 @@ async def _model_answer(
     lists them; ``forced``: to the ``forced``-th of them, cycled), appended to its record as a
     model turn with the model's own logprobs (``context``: as context, masked out of
     training); returns its text."""
-    legal = allowed = legal_answer_ids(spec, obs, codec.tokenizer)
+    allowed = legal_answer_ids(spec, obs, codec.tokenizer)
     if forced is not None:
-        if legal is None:
+        if allowed is None:
             raise RuntimeError(
                 "exploring a replayed position needs the spec's legal_answers (mask_illegal)"
             )
-        ordered = sorted(legal)
+        ordered = sorted(allowed)
         allowed = frozenset([ordered[forced % len(ordered)]])
     if allowed is None:
         gen = await answer(seat_tokens.context(), sampling)
@@ -194,22 +194,11 @@ async def _model_answer(
         gen = await answer(seat_tokens.context(), sampling, allowed=allowed)  # type: ignore[call-arg]
     if not gen.token_ids:
         raise RuntimeError("the policy returned no tokens; it must generate at least one")
-    ids = list(gen.token_ids)
     if not context:
-        chosen = _chosen(ids, legal) if legal is not None else None
-        seat_tokens.add_model(ids, list(gen.logprobs), gen.text, chosen)
+        seat_tokens.add_model(list(gen.token_ids), list(gen.logprobs), gen.text)
     else:
-        seat_tokens.add_env(ids)
+        seat_tokens.add_env(list(gen.token_ids))
     return gen.text
-
-
-def _chosen(ids: list[int], legal: frozenset[tuple[int, ...]]) -> list[bool]:
-    """Per token of an answer masked to ``legal``: whether the mask left more than one token to
-    pick there (e.g. a cell's digit, not the EOS every legal answer ends with after it)."""
-    return [
-        len({a[i] for a in legal if len(a) > i and a[:i] == tuple(ids[:i])}) > 1
-        for i in range(len(ids))
-    ]
 
 
 def seats_of(spec: Any) -> int:

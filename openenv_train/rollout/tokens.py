@@ -177,28 +177,16 @@ class EpisodeTokens:
         """Exactly what the model is fed for its next turn."""
         return self.prompt_ids + self.completion_ids
 
-    def add_model(
-        self,
-        ids: list[int],
-        logprobs: list[float],
-        text: str | None = None,
-        chosen: list[bool] | None = None,
-    ) -> None:
-        """Append a model turn; ``text`` is what the env side was given for it. ``chosen``: per
-        token, False where the model had no choice (a legal-answer mask left one token): such a
-        token is kept out of training like env text, since its gradient teaches nothing and,
-        with its own probability free to sink, can outweigh every real choice in the step."""
+    def add_model(self, ids: list[int], logprobs: list[float], text: str | None = None) -> None:
+        """Append a model turn; ``text`` is what the env side was given for it."""
         if len(logprobs) != len(ids):
             raise ValueError(
                 f"policy returned {len(ids)} token ids but {len(logprobs)} logprobs; a Policy must "
                 "return one logprob per generated id"
             )
-        mask = [1] * len(ids) if chosen is None else [int(c) for c in chosen]
-        if len(mask) != len(ids):
-            raise ValueError(f"{len(ids)} token ids but {len(mask)} chosen flags")
         self.completion_ids.extend(ids)
-        self.logprobs.extend(float(x) if m else 0.0 for x, m in zip(logprobs, mask, strict=True))
-        self.env_mask.extend(mask)
+        self.logprobs.extend(float(x) for x in logprobs)
+        self.env_mask.extend([1] * len(ids))
         self.model_tokens += len(ids)
         if text is not None:
             self.model_texts.append(text)

@@ -72,8 +72,7 @@ class SelfPlaySection(config.StrictModel):
     #: that must never be lost (tic-tac-toe against anyone); a zero-sum poker game keeps 1
     loss_weight: float = Field(1.0, ge=1.0, le=100.0)
     #: answers limited to the legal moves' words in training and evals (no illegal move is
-    #: sampled; the logprobs stay the model's own; a token the mask leaves no choice over, such
-    #: as the EOS after a cell, is not trained)
+    #: sampled; the logprobs stay the model's own)
     mask_illegal: bool = False
     #: concurrent games (sessions)
     concurrency: int = Field(256, ge=1)
