@@ -523,11 +523,12 @@ class SelfPlayRunner:
         ]
 
     def _keep_lost(self, tasks: list[_Task], played: list[SelfPlayGame]) -> None:
-        """Keep the games a seat lost against a built-in opponent (each position once). A
-        replayed game is not kept: an exploring group loses most of its games by the moves it
-        forces, and those would crowd out the losses of the policy's own play."""
+        """Keep the games a seat lost against a built-in opponent (each position once). An
+        exploring group's games are not kept: it loses most of them by the moves it forces, and
+        those would crowd out the losses of the policy's own play (a replayed game it lost
+        again by its own moves is kept: a position it still loses comes back more often)."""
         for task, game in zip(tasks, played, strict=True):
-            if "opponent" not in task.reset or task.replay or game.stop != "done":
+            if "opponent" not in task.reset or task.explore is not None or game.stop != "done":
                 continue
             (s,) = task.seats
             if game.returns[s] < 0:
