@@ -364,7 +364,8 @@ class SelfPlayRunner:
     group plays the ``k``-th, cycled; needs the spec's ``legal_answers``), so the group compares
     every move from the position, also the ones the policy has stopped sampling there (a
     confident policy samples one move 16 times out of 16, and GRPO then has nothing to compare);
-    only that answer is trained, the seat's later ones are context.
+    only that answer is trained, the seat's later ones are context, and the group's games are not
+    kept as lost games (their forced moves lose most of them).
 
     ``loss_weight`` > 1: a row's reward is its seat's return times ``loss_weight`` where the
     seat lost (the metrics keep the returns): a seat then prefers a safe draw to a risky win,
