@@ -118,14 +118,7 @@ async def play_game(
         if turns[s] >= config.max_turns:
             rewards = [spec.truncation_reward] * n
             return _game(reset_kwargs, tokens, turns, rewards, LIMIT, moves, answers, texts)
-        seat_tokens = tokens[s]
-        if seat_tokens is None:
-            text = spec.initial_prompt(result, None)
-            seat_tokens = tokens[s] = EpisodeTokens(codec.prompt_ids([_user(text)]))
-        else:
-            seat_tokens.add_env(
-                codec.turn_ids([{"role": spec.env_role, "content": spec.render(result)}])
-            )
+        seat_tokens = tokens[s] = _seat_view(tokens[s], spec, result, codec)
         given = replay.get(s, [])
         text = given[turns[s]] if turns[s] < len(given) else ""
         action = _action(spec, text, obs) if text else None  # None: the model answers
@@ -154,6 +147,24 @@ async def play_game(
             action = fallback(obs, rng)
         moves.append(getattr(action, "move", str(action)))
         result = await client.step(action)
+    returns = _returns(result, n, invalid, spec)
+    stop = "invalid" if invalid else "done"
+    return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, texts, end=result)
+
+
+def _seat_view(
+    seat_tokens: EpisodeTokens | None, spec: Any, result: Any, codec: TokenCodec
+) -> EpisodeTokens:
+    """The seat's record with the game as it now sees it: its first prompt, or the env's turn."""
+    if seat_tokens is None:
+        return EpisodeTokens(codec.prompt_ids([_user(spec.initial_prompt(result, None))]))
+    seat_tokens.add_env(codec.turn_ids([{"role": spec.env_role, "content": spec.render(result)}]))
+    return seat_tokens
+
+
+def _returns(result: Any, n: int, invalid: set[int], spec: Any) -> list[float]:
+    """Each seat's return from the finished game (the spec's invalid-answer reward for a seat
+    that answered an illegal move and was given the fallback)."""
     returns = [float(r) for r in result.observation.rewards]
     if len(returns) != n:
         raise RuntimeError(
@@ -162,8 +173,7 @@ async def play_game(
         )
     for s in invalid:
         returns[s] = float(spec.invalid_action_reward)
-    stop = "invalid" if invalid else "done"
-    return _game(reset_kwargs, tokens, turns, returns, stop, moves, answers, texts, end=result)
+    return returns
 
 
 async def _model_answer(

@@ -4,6 +4,7 @@ model's own) and GRPO groups played against the server's built-in opponent."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -141,10 +142,20 @@ def _answer_starts(mask: list[int]) -> list[int]:
     return [i for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1])]
 
 
-async def _replay_rounds(url: str, tiny, **kw) -> tuple[Any, ...]:
-    """Two batches against scripted play, every group replaying once a game is lost: ``(first
-    batch, second batch, the lost games kept after the first, the first's games, the second's
-    games, the policy)``."""
+@dataclass
+class _Rounds:
+    """Two batches against scripted play, every group replaying once a game is lost."""
+
+    first: Any  # the first batch: nothing lost yet, games from the start
+    second: Any  # the second: every group replays a lost game
+    lost_before: list[list[Any]]  # per seat, the lost games kept after the first batch
+    lost_after: list[list[Any]]  # ... and after the second
+    originals: list[Any]  # the first batch's games
+    replayed: list[Any]  # the second's
+    policy: Any  # closed: only to build another runner with
+
+
+async def _replay_rounds(url: str, tiny, **kw) -> _Rounds:
     runner, policy = await _games(
         url,
         tiny,
@@ -156,19 +167,21 @@ async def _replay_rounds(url: str, tiny, **kw) -> tuple[Any, ...]:
         **kw,
     )
     try:
-        first = await runner.run(["p"] * 32, 4)  # nothing lost yet: games from the start
+        first = await runner.run(["p"] * 32, 4)
         lost_before = [list(kept) for kept in runner._lost]
         originals = runner.last_games
-        second = await runner.run(["p"] * 32, 4)  # every group replays a lost game
+        second = await runner.run(["p"] * 32, 4)
         lost_after = [list(kept) for kept in runner._lost]
-        return first, second, lost_before, originals, runner.last_games, policy, lost_after
+        return _Rounds(first, second, lost_before, lost_after, originals, runner.last_games, policy)
     finally:
         await runner.aclose()
         await policy.aclose()
 
 
 async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tiny) -> None:
-    first, second, lost_before, originals, replayed, policy, _ = await _replay_rounds(ttt.url, tiny)
+    rounds = await _replay_rounds(ttt.url, tiny)
+    first, second, lost_before = rounds.first, rounds.second, rounds.lost_before
+    originals, replayed, policy = rounds.originals, rounds.replayed, rounds.policy
     assert first.metrics["replayed_games"] == 0
     assert all(lost_before), "the untrained model lost no game in a seat against scripted play"
     assert second.metrics["replayed_games"] == 32
@@ -198,13 +211,11 @@ async def test_replay_plays_a_lost_game_again_from_one_of_its_positions(ttt, tin
 
 
 async def test_replay_explore_tries_each_legal_move_of_the_replayed_position(ttt, tiny) -> None:
-    _, second, lost_before, _, replayed, _, lost_after = await _replay_rounds(
-        ttt.url, tiny, replay_explore=True
-    )
-    tok = tiny[1]
-    assert second.metrics["replayed_games"] == 32
+    rounds = await _replay_rounds(ttt.url, tiny, replay_explore=True)
+    replayed, tok = rounds.replayed, tiny[1]
+    assert rounds.second.metrics["replayed_games"] == 32
     # the games the forced moves lost are not kept: the pool holds the policy's own losses
-    assert lost_after == lost_before
+    assert rounds.lost_after == rounds.lost_before
     distinct = later = 0
     for g in range(0, 32, 4):  # a group: 4 games of one seat from one replayed position
         firsts, cells = [], None
