@@ -51,8 +51,9 @@ class SelfPlaySection(config.StrictModel):
     #: rows from games where the server holds the other seat)
     builtin_share: float = Field(0.0, ge=0, le=1)
     #: those opponents, one drawn per group: random, scripted (wins, else avoids a move that
-    #: lets the other win at once) or solver
-    builtin_opponents: list[Literal["random", "scripted", "solver"]] = Field(
+    #: lets the other win at once), solver, or punisher (wins every game it is handed, exactly,
+    #: else plays at random; small deterministic games such as tic-tac-toe)
+    builtin_opponents: list[Literal["random", "scripted", "solver", "punisher"]] = Field(
         default_factory=lambda: ["random"], min_length=1
     )
     #: training games start after 0..openings random moves (drawn per group; the evals start
@@ -110,7 +111,7 @@ class EvalSection(config.EvalSection):
     #: the same, for each periodic eval (the curve; many of them, so fewer games)
     periodic_games: int = Field(20, ge=1)
     #: built-in opponents of the win/draw/loss evals
-    opponents: list[Literal["random", "scripted", "solver"]] = Field(
+    opponents: list[Literal["random", "scripted", "solver", "punisher"]] = Field(
         default_factory=lambda: ["random", "solver"]
     )
     #: exact NashConv of the policy (small games only: the whole tree is walked)

@@ -123,6 +123,38 @@ def test_solver_and_scripted_beat_random_play() -> None:
     assert sum(_play("kuhn_poker", 0, "solver", 400, rand)) < 0
 
 
+def test_punisher_wins_every_won_game_and_otherwise_plays_at_random() -> None:
+    rand = lambda obs, rng: rng.choice(obs.moves)  # noqa: E731
+    game = load("tic_tac_toe")
+    # x on the centre, o on an edge: a game o has lost, however it plays on
+    for seed in range(60):
+        punisher, rng = (
+            make_opponent("punisher", "tic_tac_toe", game, random.Random(seed)),
+            random.Random(seed),
+        )
+        state = game.new_initial_state()
+        for a in (4, 1):
+            state.apply_action(a)
+        while not state.is_terminal():
+            state.apply_action(
+                punisher(state)
+                if state.current_player() == 0
+                else rng.choice(state.legal_actions())
+            )
+        assert state.returns()[0] == 1
+    # where its game is not won it is random play: random play beats it sometimes, which the
+    # solver never allows (test above)
+    for seat in (0, 1):
+        returns = _play("tic_tac_toe", seat, "punisher", 200, rand)
+        assert max(returns) == 1 and sum(returns) < 0
+
+
+def test_punisher_refuses_games_it_cannot_solve_exactly() -> None:
+    for game in ("connect_four", "kuhn_poker"):
+        with pytest.raises(ValueError, match="opponent 'punisher'.*'solver' or 'scripted'"):
+            OpenSpielEnvironment(game).reset(seat=0, opponent="punisher")
+
+
 def test_solver_refuses_big_hidden_information_games() -> None:
     env = OpenSpielEnvironment("liars_dice")
     with pytest.raises(ValueError, match="opponent 'solver'.*random"):

@@ -1,4 +1,5 @@
-"""Built-in opponents that hold the seats a client does not: ``random``, ``scripted``, ``solver``.
+"""Built-in opponents that hold the seats a client does not: ``random``, ``scripted``, ``solver``,
+``punisher``.
 
 - ``random``: a uniformly random legal move.
 - ``scripted``: in deterministic perfect-information games (tic-tac-toe, connect four...), a move
@@ -7,6 +8,10 @@
 - ``solver``: in perfect-information games, OpenSpiel's MCTS-Solver (1,000 simulations, proven
   wins and losses exact); in Kuhn and Leduc poker, an approximate Nash equilibrium by CFR+ (its
   NashConv below 0.001 and 0.03), computed once per process.
+- ``punisher``: in deterministic perfect-information games small enough to solve exactly
+  (tic-tac-toe: 5,478 positions), a move that keeps a won game won whenever the game is won for
+  it, else a random legal move. Every move that gives the game away is punished, and the rest of
+  the game is as varied as random play: the opponent a "never lose" policy trains against.
 
 Every opponent draws from the episode's own ``random.Random``, so a seed replays the game.
 """
@@ -20,10 +25,12 @@ from typing import Any
 
 from .games import is_perfect_information, load
 
-OPPONENTS = ("random", "scripted", "solver")
+OPPONENTS = ("random", "scripted", "solver", "punisher")
 #: CFR+ iterations per game with an equilibrium solver
 CFR_GAMES = {"kuhn_poker": 300, "leduc_poker": 100}
 MCTS_SIMULATIONS = 1000
+#: positions the punisher's exact solve may visit before the game counts as too big for it
+MAX_SOLVED_POSITIONS = 200_000
 
 Opponent = Callable[[Any], int]
 
@@ -37,6 +44,12 @@ def check_opponent(kind: str, game_name: str, game: Any) -> None:
             f"opponent 'solver' plays perfect-information games and {', '.join(CFR_GAMES)}; "
             f"{game_name} has hidden information: use opponent 'random' or 'scripted'"
         )
+    if kind == "punisher" and _solved(game_name) is None:
+        raise ValueError(
+            f"opponent 'punisher' plays deterministic perfect-information games it can solve "
+            f"exactly (at most {MAX_SOLVED_POSITIONS:,} positions); {game_name} is not one: use "
+            "opponent 'solver' or 'scripted'"
+        )
 
 
 def make_opponent(kind: str, game_name: str, game: Any, rng: random.Random) -> Opponent:
@@ -46,6 +59,8 @@ def make_opponent(kind: str, game_name: str, game: Any, rng: random.Random) -> O
         return lambda state: rng.choice(state.legal_actions())
     if kind == "scripted":
         return functools.partial(_scripted, game, rng)
+    if kind == "punisher":
+        return functools.partial(_punish, _solved(game_name), rng)
     if game_name in CFR_GAMES:
         return functools.partial(_from_policy, _equilibrium(game_name), rng)
     return _mcts(game, rng.randrange(2**31))
@@ -75,6 +90,48 @@ def _scripted(game: Any, rng: random.Random, state: Any) -> int:
         if not loses:
             safe.append(a)
     return rng.choice(safe or legal)
+
+
+def _punish(values: dict[str, float], rng: random.Random, state: Any) -> int:
+    me, legal = state.current_player(), state.legal_actions()
+    sign = 1 if me == 0 else -1
+    winning = [a for a in legal if sign * values[_key(state.child(a))] > 0]
+    return rng.choice(winning or legal)
+
+
+def _key(state: Any) -> str:
+    return f"{state.current_player()}|{state}"
+
+
+@functools.cache
+def _solved(game_name: str) -> dict[str, float] | None:
+    """Seat 0's return under perfect play from every reachable position, or ``None`` when the
+    game has chance, hidden information or more than ``MAX_SOLVED_POSITIONS`` positions."""
+    import pyspiel
+
+    game = load(game_name)
+    deterministic = game.get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
+    if not (deterministic and is_perfect_information(game)):
+        return None
+    values: dict[str, float] = {}
+
+    def value(state: Any) -> float:
+        key = _key(state)
+        if key not in values:
+            if len(values) >= MAX_SOLVED_POSITIONS:
+                raise OverflowError
+            if state.is_terminal():
+                values[key] = state.returns()[0]
+            else:
+                pick = max if state.current_player() == 0 else min
+                values[key] = pick(value(state.child(a)) for a in state.legal_actions())
+        return values[key]
+
+    try:
+        value(game.new_initial_state())
+    except (OverflowError, RecursionError):
+        return None
+    return values
 
 
 @functools.cache
