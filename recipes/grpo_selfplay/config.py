@@ -116,6 +116,10 @@ class EvalSection(config.EvalSection):
     )
     #: exact NashConv of the policy (small games only: the whole tree is walked)
     nash_conv: bool = True
+    #: also the exact win/draw/loss of greedy play against a random player in each seat, every
+    #: game it can make walked (small deterministic games such as tic-tac-toe; needs
+    #: selfplay.mask_illegal): a loss rate of 1e-4 is told apart from 0, which 1,000 games cannot
+    exact_random: bool = False
     #: with nash_conv: also the NashConv of the run's average policy (every periodic eval's
     #: policy from this step on, reach-weighted, as CFR and fictitious play average)
     average_from: int = Field(100, ge=0)
@@ -174,6 +178,11 @@ class RecipeConfig(config.RunConfig):
             raise ValueError(
                 "selfplay.replay_explore goes through the legal moves of replayed positions: set "
                 "selfplay.replay_share > 0 and selfplay.mask_illegal: true too"
+            )
+        if self.eval.exact_random and not self.selfplay.mask_illegal:
+            raise ValueError(
+                "eval.exact_random scores the legal answers only (the masked greedy play): set "
+                "selfplay.mask_illegal: true too"
             )
         asked = "distill_average" in self.eval.model_fields_set  # on by default, where it can be
         if asked and self.eval.distill_average and not self.eval.nash_conv:

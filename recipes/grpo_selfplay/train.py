@@ -22,6 +22,8 @@ from typing import Any
 from openspiel_games_env.evaluation import (
     PolicyAverage,
     distill,
+    exact_vs_random,
+    greedy_choices,
     model_policy,
     nash_conv,
     uniform_nash_conv,
@@ -58,6 +60,9 @@ def columns(cfg: RecipeConfig) -> list[tuple[str, str, str]]:
         for seat in (0, 1):
             cols.append((f"seat {seat} vs {opp}: won", f"seat{seat}/{opp}/win", ".1%"))
             cols.append((f"seat {seat} vs {opp}: lost", f"seat{seat}/{opp}/loss", ".1%"))
+    if cfg.eval.exact_random:
+        for seat in (0, 1):
+            cols.append((f"seat {seat} vs random, exact: lost", f"seat{seat}/exact/loss", ".2%"))
     return cols
 
 
@@ -73,7 +78,8 @@ def evaluate(
     recorder: EpisodeRecorder | None = None,
 ) -> dict[str, float]:
     """Exact NashConv (where asked; with ``average``, the policy joins it and the average's
-    NashConv is reported too) and greedy win/draw/loss per seat per built-in opponent. With
+    NashConv is reported too), exact win/draw/loss against random play (where asked) and greedy
+    win/draw/loss per seat per built-in opponent. With
     ``recorder`` (a periodic eval's run-viewer sample), greedy self-play games are recorded too."""
     from openenv_train.policy.transformers_policy import TransformersPolicy
 
@@ -90,6 +96,10 @@ def evaluate(
                 average.add(mp.policy, weight=average.count + 1 if linear else 1.0)
             avg = nash_conv(game, average.policy()) if average.count else out["nash_conv"]
             out["avg_nash_conv"] = avg
+    if cfg.eval.exact_random:
+        for seat in (0, 1):
+            exact = exact_vs_random(game, seat, greedy_choices(model, tokenizer, game, seat))
+            out.update({f"seat{seat}/exact/{k}": v for k, v in exact.items()})
     policy = TransformersPolicy(model, tokenizer, device=str(model.device))
     try:
         for opp in cfg.eval.opponents:
@@ -156,6 +166,8 @@ def eval_spec(cfg: RecipeConfig, greedy: Any) -> EvalSpec:
     if ev.nash_conv:
         panels.append(("avg_nash_conv", "NashConv of the average policy"))
     panels += [(f"seat{s}/{o}/win", f"seat {s} vs {o}: won") for o in ev.opponents for s in (0, 1)]
+    if ev.exact_random:
+        panels += [(f"seat{s}/exact/loss", f"seat {s} vs random, exact: lost") for s in (0, 1)]
     return EvalSpec(
         greedy,
         score_key="neg_nash_conv" if ev.nash_conv else "mean_return",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 from openspiel_games_env import GameAction
 from openspiel_games_env.catalog import FAMILY, entry
+from openspiel_games_env.evaluation import exact_vs_random
 from openspiel_games_env.games import FEATURED, game_names, load
-from openspiel_games_env.opponents import make_opponent
+from openspiel_games_env.opponents import make_opponent, position_key, solved_values
 from openspiel_games_env.server.environment import OpenSpielEnvironment
 
 from openenv_train.catalog import EnvEntry, UnknownEnvError
@@ -159,3 +161,38 @@ def test_solver_refuses_big_hidden_information_games() -> None:
     env = OpenSpielEnvironment("liars_dice")
     with pytest.raises(ValueError, match="opponent 'solver'.*random"):
         env.reset(seat=0, opponent="solver")
+
+
+def _expected_vs_random(state, seat: int, choose) -> float:
+    """The loss probability by plain recursion, one state at a time (what the walk must equal)."""
+    if state.is_terminal():
+        return float(state.returns()[seat] < 0)
+    if state.current_player() == seat:
+        return _expected_vs_random(state.child(choose([state])[0]), seat, choose)
+    legal = state.legal_actions()
+    return sum(_expected_vs_random(state.child(a), seat, choose) for a in legal) / len(legal)
+
+
+def test_exact_play_against_random_sums_every_game_it_can_make() -> None:
+    values = solved_values("tic_tac_toe")
+
+    def perfect(states):  # keeps the game's value: never loses
+        out = []
+        for s in states:
+            sign = 1 if s.current_player() == 0 else -1
+            out.append(
+                max(s.legal_actions(), key=lambda a: sign * values[position_key(s.child(a))])
+            )
+        return out
+
+    first = lambda states: [s.legal_actions()[0] for s in states]  # noqa: E731
+    game = load("tic_tac_toe")
+    for seat in (0, 1):
+        exact = exact_vs_random("tic_tac_toe", seat, first)
+        assert math.isclose(sum(exact.values()), 1.0)
+        expected = _expected_vs_random(game.new_initial_state(), seat, first)
+        assert exact["loss"] > 0.1 and math.isclose(exact["loss"], expected)
+        best = exact_vs_random("tic_tac_toe", seat, perfect)
+        assert best["loss"] == 0.0 and best["win"] > exact["win"]
+    with pytest.raises(ValueError, match="kuhn_poker is not one: count sampled games"):
+        exact_vs_random("kuhn_poker", 0, first)

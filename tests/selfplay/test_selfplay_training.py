@@ -5,6 +5,7 @@ the recipe runs end to end (curve, per-seat rollout metrics, summary)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from pathlib import Path
@@ -14,6 +15,8 @@ from openspiel_games_env import OpenSpielEnv
 from openspiel_games_env.evaluation import model_policy, nash_conv
 from openspiel_games_env.games import load
 from openspiel_games_env.text_spec import KUHN_VOCAB, SeatTextSpec, random_turns
+
+from openenv_train.training.errors import ConfigError
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -139,6 +142,62 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
     distilled = [r for r in rows if r["kind"] == "distill"]
     assert len(distilled) == 1 and distilled[0]["policies"] == len(summary["curve"])
     assert 0 < summary["after_last"]["avg_nash_conv"] < 3
+
+
+def test_the_tic_tac_toe_recipe_reports_exact_losses_against_random_play(tmp_path: Path) -> None:
+    """Masked moves, the punisher as the only built-in opponent, replays, and the exact
+    win/draw/loss against random play beside the sampled games it must agree with."""
+    from openenv_train.recipes.grpo_selfplay.config import parse_config
+    from openenv_train.recipes.grpo_selfplay.train import run
+
+    cfg = parse_config(
+        {
+            "recipe": "grpo_selfplay",
+            "name": f"selfplay_ttt_{random.randrange(10**9)}",
+            "output_dir": str(tmp_path),
+            "progress": False,
+            "game": {"name": "tic_tac_toe"},
+            "env": {"app": "openspiel_games_env.server.apps:tic_tac_toe"},
+            "model": {"warmup_steps": 20},
+            "selfplay": {
+                "advantages": "group",
+                "mask_illegal": True,
+                "builtin_share": 1.0,
+                "builtin_opponents": ["punisher"],
+                "replay_share": 0.5,
+                "concurrency": 16,
+            },
+            "rollout": {"max_turns": 6},
+            "grpo": {
+                "max_steps": 2,
+                "per_device_train_batch_size": 32,
+                "num_generations": 8,
+                "logging_steps": 1,
+            },
+            "eval": {
+                "every": 2,
+                "games": 300,
+                "periodic_games": 4,
+                "opponents": ["random"],
+                "nash_conv": False,
+                "exact_random": True,
+            },
+        }
+    )
+    summary = run(cfg)
+    for ev in (summary["before"], summary["after_last"]):
+        for seat in (0, 1):
+            exact = {k: ev[f"seat{seat}/exact/{k}"] for k in ("win", "draw", "loss")}
+            assert math.isclose(sum(exact.values()), 1.0) and 0 < exact["loss"] < 1
+            # 300 sampled greedy games through the server land near the exact rate
+            assert abs(ev[f"seat{seat}/random/loss"] - exact["loss"]) < 0.1, (seat, ev)
+    rows = [json.loads(line) for line in (tmp_path / cfg.name / "metrics.jsonl").open()]
+    assert all("seat1/exact/loss" in r for r in rows if r["kind"] == "eval")
+    rollout = [r for r in rows if r["kind"] == "rollout"]
+    assert rollout[0]["builtin_games"] > 0
+    no_mask = {"recipe": "grpo_selfplay", "eval": {"exact_random": True}}
+    with pytest.raises(ConfigError, match="exact_random.*mask_illegal: true too"):
+        parse_config(no_mask)
 
 
 def test_group_advantages_scale_by_the_batch_unless_the_config_says() -> None:

@@ -44,7 +44,7 @@ def check_opponent(kind: str, game_name: str, game: Any) -> None:
             f"opponent 'solver' plays perfect-information games and {', '.join(CFR_GAMES)}; "
             f"{game_name} has hidden information: use opponent 'random' or 'scripted'"
         )
-    if kind == "punisher" and _solved(game_name) is None:
+    if kind == "punisher" and solved_values(game_name) is None:
         raise ValueError(
             f"opponent 'punisher' plays deterministic perfect-information games it can solve "
             f"exactly (at most {MAX_SOLVED_POSITIONS:,} positions); {game_name} is not one: use "
@@ -60,7 +60,7 @@ def make_opponent(kind: str, game_name: str, game: Any, rng: random.Random) -> O
     if kind == "scripted":
         return functools.partial(_scripted, game, rng)
     if kind == "punisher":
-        return functools.partial(_punish, _solved(game_name), rng)
+        return functools.partial(_punish, solved_values(game_name), rng)
     if game_name in CFR_GAMES:
         return functools.partial(_from_policy, _equilibrium(game_name), rng)
     return _mcts(game, rng.randrange(2**31))
@@ -95,16 +95,17 @@ def _scripted(game: Any, rng: random.Random, state: Any) -> int:
 def _punish(values: dict[str, float], rng: random.Random, state: Any) -> int:
     me, legal = state.current_player(), state.legal_actions()
     sign = 1 if me == 0 else -1
-    winning = [a for a in legal if sign * values[_key(state.child(a))] > 0]
+    winning = [a for a in legal if sign * values[position_key(state.child(a))] > 0]
     return rng.choice(winning or legal)
 
 
-def _key(state: Any) -> str:
+def position_key(state: Any) -> str:
+    """The key of ``state``'s position in :func:`solved_values` (the board and who moves)."""
     return f"{state.current_player()}|{state}"
 
 
 @functools.cache
-def _solved(game_name: str) -> dict[str, float] | None:
+def solved_values(game_name: str) -> dict[str, float] | None:
     """Seat 0's return under perfect play from every reachable position, or ``None`` when the
     game has chance, hidden information or more than ``MAX_SOLVED_POSITIONS`` positions."""
     import pyspiel
@@ -116,7 +117,7 @@ def _solved(game_name: str) -> dict[str, float] | None:
     values: dict[str, float] = {}
 
     def value(state: Any) -> float:
-        key = _key(state)
+        key = position_key(state)
         if key not in values:
             if len(values) >= MAX_SOLVED_POSITIONS:
                 raise OverflowError
