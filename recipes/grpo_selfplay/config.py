@@ -118,7 +118,8 @@ class EvalSection(config.EvalSection):
     nash_conv: bool = True
     #: also the exact win/draw/loss of greedy play against a random player in each seat, every
     #: game it can make walked (small deterministic games such as tic-tac-toe; needs
-    #: selfplay.mask_illegal): a loss rate of 1e-4 is told apart from 0, which 1,000 games cannot
+    #: selfplay.mask_illegal): a loss rate of 1e-4 is told apart from 0, which 1,000 games cannot.
+    #: Without nash_conv, keep_best then keeps the periodic eval whose seats lose least (exactly)
     exact_random: bool = False
     #: with nash_conv: also the NashConv of the run's average policy (every periodic eval's
     #: policy from this step on, reach-weighted, as CFR and fictitious play average)

@@ -100,6 +100,7 @@ def evaluate(
         for seat in (0, 1):
             exact = exact_vs_random(game, seat, greedy_choices(model, tokenizer, game, seat))
             out.update({f"seat{seat}/exact/{k}": v for k, v in exact.items()})
+        out["neg_exact_loss"] = -(out["seat0/exact/loss"] + out["seat1/exact/loss"])
     policy = TransformersPolicy(model, tokenizer, device=str(model.device))
     try:
         for opp in cfg.eval.opponents:
@@ -170,7 +171,11 @@ def eval_spec(cfg: RecipeConfig, greedy: Any) -> EvalSpec:
         panels += [(f"seat{s}/exact/loss", f"seat {s} vs random, exact: lost") for s in (0, 1)]
     return EvalSpec(
         greedy,
-        score_key="neg_nash_conv" if ev.nash_conv else "mean_return",
+        score_key="neg_nash_conv"
+        if ev.nash_conv
+        else "neg_exact_loss"
+        if ev.exact_random
+        else "mean_return",
         columns=columns(cfg),
         table_title=f"{{}} ({game}: {'exact NashConv, ' if ev.nash_conv else ''}{ev.games} "
         "greedy games per seat and opponent)",

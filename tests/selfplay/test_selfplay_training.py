@@ -146,7 +146,8 @@ def test_the_recipe_trains_by_self_play(tmp_path: Path) -> None:
 
 def test_the_tic_tac_toe_recipe_reports_exact_losses_against_random_play(tmp_path: Path) -> None:
     """Masked moves, the punisher as the only built-in opponent, replays, and the exact
-    win/draw/loss against random play beside the sampled games it must agree with."""
+    win/draw/loss against random play beside the sampled games it must agree with; keep_best
+    keeps the eval that loses least."""
     from openenv_train.recipes.grpo_selfplay.config import parse_config
     from openenv_train.recipes.grpo_selfplay.train import run
 
@@ -175,12 +176,13 @@ def test_the_tic_tac_toe_recipe_reports_exact_losses_against_random_play(tmp_pat
                 "logging_steps": 1,
             },
             "eval": {
-                "every": 2,
+                "every": 1,
                 "games": 300,
                 "periodic_games": 4,
                 "opponents": ["random"],
                 "nash_conv": False,
                 "exact_random": True,
+                "keep_best": True,
             },
         }
     )
@@ -192,7 +194,14 @@ def test_the_tic_tac_toe_recipe_reports_exact_losses_against_random_play(tmp_pat
             # 300 sampled greedy games through the server land near the exact rate
             assert abs(ev[f"seat{seat}/random/loss"] - exact["loss"]) < 0.1, (seat, ev)
     rows = [json.loads(line) for line in (tmp_path / cfg.name / "metrics.jsonl").open()]
-    assert all("seat1/exact/loss" in r for r in rows if r["kind"] == "eval")
+    evals = [r for r in rows if r["kind"] == "eval" and r["step"] > 0]
+    assert [r["step"] for r in evals] == [1, 2]
+    for r in evals:
+        assert r["neg_exact_loss"] == -(r["seat0/exact/loss"] + r["seat1/exact/loss"])
+    # best/: the periodic eval whose seats lose least, exactly (the first of equals)
+    best = json.loads((tmp_path / cfg.name / "best" / "best.json").read_text())
+    first = max(evals, key=lambda r: (r["neg_exact_loss"], -r["step"]))
+    assert (best["step"], best["score"]) == (first["step"], first["neg_exact_loss"])
     rollout = [r for r in rows if r["kind"] == "rollout"]
     assert rollout[0]["builtin_games"] > 0
     no_mask = {"recipe": "grpo_selfplay", "eval": {"exact_random": True}}
