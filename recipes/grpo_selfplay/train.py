@@ -97,8 +97,9 @@ def evaluate(
             avg = nash_conv(game, average.policy()) if average.count else out["nash_conv"]
             out["avg_nash_conv"] = avg
     if cfg.eval.exact_random:
+        choose = greedy_choices(model, tokenizer, game)
         for seat in (0, 1):
-            exact = exact_vs_random(game, seat, greedy_choices(model, tokenizer, game, seat))
+            exact = exact_vs_random(game, seat, choose)
             out.update({f"seat{seat}/exact/{k}": v for k, v in exact.items()})
         out["neg_exact_loss"] = -(out["seat0/exact/loss"] + out["seat1/exact/loss"])
     policy = TransformersPolicy(model, tokenizer, device=str(model.device))

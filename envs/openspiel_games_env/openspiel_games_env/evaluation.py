@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .games import is_perfect_information, load, move_names, seat_text
+from .games import is_deterministic_perfect_information, load, move_names, seat_text
 from .text_spec import answer_word, seat_view
 
 
@@ -73,17 +73,25 @@ def _answer_sequences(
     from openenv_train.rollout.tokens import TokenCodec
 
     codec = TokenCodec(tokenizer, chat_template=False)
-    eos = tokenizer.eos_token_id
     seqs = []
     for row in table.state_lookup.values():
         state = table.states[row]
-        seat = state.current_player()
-        ctx = context_ids(codec, *seat_contexts(game_name, state, seat))
-        ids, names = move_names(state, seat)
-        for a, name in zip(ids, names, strict=True):
-            answer = codec.encode_text(answer_word(game_name, name, a)) + [eos]
-            seqs.append((row, a, ctx + answer, len(ctx)))
+        seqs += _state_answers(codec, game_name, state, row, [tokenizer.eos_token_id])
     return seqs
+
+
+def _state_answers(
+    codec: Any, game_name: str, state: Any, row: int, end: list[int]
+) -> list[tuple[int, int, list[int], int]]:
+    """``(row, action, ids, answer start)`` for each legal answer of the seat to move at
+    ``state``: its self-play context, the answer's word, then ``end``."""
+    seat = state.current_player()
+    ctx = context_ids(codec, *seat_contexts(game_name, state, seat))
+    ids, names = move_names(state, seat)
+    return [
+        (row, a, ctx + codec.encode_text(answer_word(game_name, name, a)) + end, len(ctx))
+        for a, name in zip(ids, names, strict=True)
+    ]
 
 
 def _answer_logprobs(model: Any, tokenizer: Any, seqs: list) -> Any:
@@ -245,11 +253,8 @@ def exact_vs_random(
     player can make is walked, ``choose`` called once per depth with all of its decisions there.
     Deterministic perfect-information games with at most ``MAX_EXACT_DECISIONS`` decisions
     (tic-tac-toe: about 1,300 per seat)."""
-    import pyspiel
-
     game = load(game_name)
-    deterministic = game.get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
-    if not (deterministic and is_perfect_information(game)):
+    if not is_deterministic_perfect_information(game):
         raise ValueError(
             f"exact play against random walks deterministic perfect-information games; "
             f"{game_name} is not one: count sampled games (win_draw_loss) instead"
@@ -280,10 +285,11 @@ def exact_vs_random(
 
 
 def greedy_choices(
-    model: Any, tokenizer: Any, game_name: str, seat: int, *, batch_size: int = 256
+    model: Any, tokenizer: Any, game_name: str, *, batch_size: int = 256
 ) -> Callable[[list[Any]], list[int]]:
     """``exact_vs_random``'s chooser for a model: at each state, the legal answer the model
-    gives most probability in the seat's self-play context (the masked greedy evals' pick)."""
+    gives most probability in the self-play context of the seat to move (the masked greedy
+    evals' pick)."""
     import torch
 
     from openenv_train.rollout.tokens import TokenCodec
@@ -297,11 +303,8 @@ def greedy_choices(
         try:
             for i in range(0, len(states), batch_size):
                 chunk, seqs = states[i : i + batch_size], []
-                for row, state in enumerate(chunk):
-                    ctx = context_ids(codec, *seat_contexts(game_name, state, seat))
-                    for a, name in zip(*move_names(state, seat), strict=True):
-                        word = codec.encode_text(answer_word(game_name, name, a))
-                        seqs.append((row, a, ctx + word, len(ctx)))
+                for row, state in enumerate(chunk):  # the word only: the mask forces EOS
+                    seqs += _state_answers(codec, game_name, state, row, [])
                 with torch.no_grad():
                     lps = _answer_logprobs(model, tokenizer, seqs).tolist()
                 best: dict[int, tuple[float, int]] = {}

@@ -57,6 +57,15 @@ def is_perfect_information(game: Any) -> bool:
     return game.get_type().information == pyspiel.GameType.Information.PERFECT_INFORMATION
 
 
+def is_deterministic_perfect_information(game: Any) -> bool:
+    """No chance moves and nothing hidden: a position decides the game (tic-tac-toe, connect
+    four), so it can be searched or walked exactly."""
+    import pyspiel
+
+    deterministic = game.get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
+    return deterministic and is_perfect_information(game)
+
+
 def seat_text(game: Any, state: Any, seat: int) -> tuple[str, str]:
     """``(text, info_state)`` of ``seat``: the observation string (else the information state)
     and the information state (empty where the game has none)."""

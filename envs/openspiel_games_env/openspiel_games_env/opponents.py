@@ -23,7 +23,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .games import is_perfect_information, load
+from .games import is_deterministic_perfect_information, is_perfect_information, load
 
 OPPONENTS = ("random", "scripted", "solver", "punisher")
 #: CFR+ iterations per game with an equilibrium solver
@@ -67,11 +67,8 @@ def make_opponent(kind: str, game_name: str, game: Any, rng: random.Random) -> O
 
 
 def _scripted(game: Any, rng: random.Random, state: Any) -> int:
-    import pyspiel
-
     legal = state.legal_actions()
-    deterministic = game.get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
-    if not (deterministic and is_perfect_information(game)):
+    if not is_deterministic_perfect_information(game):
         return legal[0]
     me = state.current_player()
     safe = []
@@ -108,11 +105,8 @@ def position_key(state: Any) -> str:
 def solved_values(game_name: str) -> dict[str, float] | None:
     """Seat 0's return under perfect play from every reachable position, or ``None`` when the
     game has chance, hidden information or more than ``MAX_SOLVED_POSITIONS`` positions."""
-    import pyspiel
-
     game = load(game_name)
-    deterministic = game.get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
-    if not (deterministic and is_perfect_information(game)):
+    if not is_deterministic_perfect_information(game):
         return None
     values: dict[str, float] = {}
 
