@@ -25,7 +25,8 @@ from .engine import RolloutEngine, base_urls_of
 from .episode import RolloutConfig
 from .episode_runner import summarize
 from .records import EpisodeRecord, RolloutBatch
-from .selfplay import SelfPlayRunner, seats_of
+from .seated_game import seats_of
+from .selfplay import SelfPlayRunner
 from .spec import TextEnvSpec
 
 

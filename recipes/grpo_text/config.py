@@ -171,7 +171,7 @@ class TextRecipeConfig(config.RunConfig):
     def check_seats(self, spec: Any) -> None:
         """A self-play spec (the policy in every seat) plays in a mixture, dealt one group per
         seat at a time; alone, its recipe is ``grpo_selfplay``."""
-        from openenv_train.rollout.selfplay import seats_of
+        from openenv_train.rollout.seated_game import seats_of
 
         seats = seats_of(spec)
         if seats < 2:

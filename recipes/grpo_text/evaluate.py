@@ -131,7 +131,7 @@ def evaluate_on_servers(
     1) is played seat by seat against the server's built-in random opponent: each seat's metrics
     under ``seat<s>/``, their means under the plain keys."""
     from openenv_train.rollout.engine import RolloutConfig, RolloutEngine
-    from openenv_train.rollout.selfplay import seats_of
+    from openenv_train.rollout.seated_game import seats_of
 
     seats = seats_of(spec)
     if seats > 1:
