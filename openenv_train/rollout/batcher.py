@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,3 +205,22 @@ def _per_call(sampling: SamplingSettings, index: int) -> SamplingSettings:
     if sampling.seed is None:
         return sampling
     return dataclasses.replace(sampling, seed=sampling.seed + index)
+
+
+def seeded_turns(
+    generate: Callable[..., Awaitable[Generation]], *key: object
+) -> Callable[..., Awaitable[Generation]]:
+    """``generate`` (a batcher's) with each call's own sampling stream, seeded by ``key`` and
+    the call's number (its turn): the tokens a row samples then do not depend on which rows
+    share its batch, so a seeded run samples the same answers however the sessions' replies
+    interleave (policies that ``supports_row_seeds``; others use ``sampling.seed``)."""
+    turn = 0
+
+    async def gen(prompt_ids: list[int], sampling: SamplingSettings, **kw: Any) -> Generation:
+        nonlocal turn
+        turn += 1
+        raw = "/".join(map(str, (*key, turn))).encode()
+        row_seed = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") >> 1
+        return await generate(prompt_ids, sampling, row_seed, **kw)
+
+    return gen

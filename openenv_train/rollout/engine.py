@@ -10,13 +10,13 @@ rewards.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import ConnectionLostError, InfrastructureError
 from ..policy.interface import Generation, Policy
+from .batcher import seeded_turns
 from .episode import EpisodeRecorder, Reply, RolloutConfig, play_episode
 from .episode_runner import EpisodeRunner
 from .episode_spans import rollout_span
@@ -164,7 +164,9 @@ class RolloutEngine(EpisodeRunner):
         assert self.batcher is not None and self.codec is not None
         generate = self.batcher.generate
         if cfg.episode_seed is not None:
-            generate = seeded_turns(generate, cfg.episode_seed, self._runs, attempt)
+            generate = seeded_turns(
+                generate, cfg.episode_seed, self._runs, attempt.row, attempt.attempt
+            )
         episode = await play_episode(
             messages,
             generate=generate,
@@ -193,17 +195,3 @@ class RolloutEngine(EpisodeRunner):
                 "server": session.url,
             },
         )
-
-
-def seeded_turns(generate: Any, seed: int, run: int, attempt: Attempt) -> Any:
-    """``generate`` with each turn's own seed from (seed, run, row, attempt, turn)."""
-    turn = 0
-
-    async def gen(prompt_ids: list[int], sampling: Any) -> Generation:
-        nonlocal turn
-        turn += 1
-        key = f"{seed}/{run}/{attempt.row}/{attempt.attempt}/{turn}".encode()
-        row_seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> 1
-        return await generate(prompt_ids, sampling, row_seed)
-
-    return gen

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..policy.interface import Policy
-from .batcher import GenerationBatcher
+from .batcher import GenerationBatcher, seeded_turns
 from .episode import EpisodeRecorder, RolloutConfig
 from .records import EpisodeRecord, RolloutBatch
 from .seated_game import SeatRecord, SelfPlayGame, game_turns, play_game, seat_row
@@ -57,7 +57,10 @@ class SelfPlayRunner:
 
     ``run(prompts, group_size)`` returns one row per prompt: ``len(prompts) / num_seats`` rows per
     seat, ordered so that every ``group_size`` consecutive rows are one GRPO group of one seat
-    (see the module docstring for ``advantages``). ``seed`` makes the games repeatable.
+    (see the module docstring for ``advantages``). ``seed`` makes the games' seeds repeatable;
+    ``config.episode_seed`` the answers too: each seat of each game samples from a stream of its
+    own (per batch, game and seat), so what a game plays does not hang on which answers shared
+    its policy call (a policy that ``supports_row_seeds``).
 
     ``opponents`` (a callable giving the past policies, e.g. a checkpoint pool) with
     ``pool_share`` > 0: that share of the groups is played against a past policy drawn from
@@ -171,6 +174,7 @@ class SelfPlayRunner:
         self._past: dict[int, GenerationBatcher] = {}
         self._rng = random.Random(seed)
         self._calls = 0
+        self._played = 0  # play_tasks calls: part of each seeded answer's sampling stream
         self.last_games: list[SelfPlayGame] = []
 
     def _batcher(self, policy: Policy) -> GenerationBatcher:
@@ -266,6 +270,17 @@ class SelfPlayRunner:
             queue.put_nowait(g)
         out: list[SelfPlayGame | None] = [None] * len(tasks)
         batchers = {id(b): b for t in tasks for b in t.batchers}.values()
+        self._played += 1
+        seed, played = self.config.episode_seed, self._played
+
+        def answers(g: int, task: _Task) -> list[Any]:
+            """Each seat's generate; seeded (``config.episode_seed``): its own stream per
+            (batch, game, seat), so the run samples the same however the games interleave."""
+            if seed is None:
+                return [b.generate for b in task.batchers]
+            return [
+                seeded_turns(b.generate, seed, played, g, s) for s, b in enumerate(task.batchers)
+            ]
 
         async def worker(client: Any) -> None:
             for b in batchers:
@@ -278,7 +293,7 @@ class SelfPlayRunner:
                     game = out[g] = await play_game(
                         client,
                         self.spec,
-                        generate=[b.generate for b in task.batchers],
+                        generate=answers(g, task),
                         codec=self.codec,
                         config=self.config,
                         reset_kwargs={**self.reset_kwargs, **task.reset, "seed": task.seed},

@@ -85,6 +85,32 @@ async def test_masked_selfplay_never_plays_an_illegal_move(ttt, tiny) -> None:
     assert all(sum(g.returns) == 0 for g in results[True])  # finished, zero-sum games
 
 
+async def test_a_seeded_run_samples_the_same_games_however_they_interleave(ttt, tiny) -> None:
+    """``episode_seed``: each seat's answers come from a stream of their own per (batch, game,
+    seat), so 16 sessions in batches of 64 and 3 sessions in batches of 2 play the same games;
+    without it the draws follow the batches (the same torch seed, other games)."""
+    model, tok = tiny
+
+    async def play(sessions: int, batch: int, episode_seed: int | None) -> list[list[str]]:
+        torch.manual_seed(0)
+        policy = TransformersPolicy(model, tok)
+        config = RolloutConfig(max_turns=5, max_batch_size=batch, episode_seed=episode_seed)
+        clients = [OpenSpielEnv(ttt.url) for _ in range(sessions)]
+        spec = SeatTextSpec("tic_tac_toe", mask_illegal=True)
+        runner = SelfPlayRunner(policy, spec, clients, config=config, seed=4)
+        try:
+            await runner.run(["p"] * 32, 4)  # 16 games, 4 per seed
+        finally:
+            await runner.aclose()
+            await policy.aclose()
+        return [g.texts for g in runner.last_games]
+
+    seeded = await play(16, 64, episode_seed=5)
+    assert seeded == await play(3, 2, episode_seed=5)
+    assert len({tuple(t) for t in seeded}) > 4  # the games of a seed still differ
+    assert await play(16, 64, None) != await play(3, 2, None)
+
+
 async def test_builtin_share_plays_each_seat_against_the_server(ttt, tiny) -> None:
     runner, policy = await _games(
         ttt.url, tiny, mask_illegal=True, builtin_share=1.0, builtin_opponents=("scripted",)
