@@ -295,7 +295,7 @@ def run(cfg: RecipeConfig) -> dict[str, Any]:
             max_batch_size=r.max_batch_size,
             max_concurrency=r.max_concurrency,
             temperature=g.temperature,
-            episode_seed=cfg.seed,  # every answer its own sampling stream: a seed's run repeats
+            episode_seed=cfg.seed if sp.repeatable else None,
         )
 
         class Batched(OpenSpielEnv):
