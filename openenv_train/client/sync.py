@@ -53,11 +53,28 @@ class LoopThread:
             raise
 
     def close(self) -> None:
+        """Cancel what still runs on the loop (a shared batch connection's reader, for one), as
+        ``asyncio.run`` does, then stop and close it: a task left pending would be destroyed
+        with the loop ("Task was destroyed but it is pending!")."""
         if self.loop.is_closed():
             return
+        if self.alive and threading.current_thread() is not self._thread:
+            try:
+                self.run(_cancel_other_tasks(), timeout=10)
+            except Exception:  # noqa: BLE001 - closing goes on; what is left is destroyed
+                pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
+
+
+async def _cancel_other_tasks() -> None:
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=5)
 
 
 _lock = threading.Lock()

@@ -25,12 +25,18 @@ from typing import Any
 from ..core.errors import ServerStartError
 from .health import Provider, wait_healthy
 from .signals import raise_on_stop_signals
+from .zygote import ForkedServer, zygote_for
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(
     max_workers=1, thread_name_prefix="openenv-train-spawner"
 )
+
+
+def _popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen`` on the spawner thread (see ``_SPAWNER``)."""
+    return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
 
 
 def _check_app(app: Any) -> str:
@@ -54,7 +60,7 @@ def _tail(fd: int, n: int, max_bytes: int = 256 * 1024) -> str:
     return "\n".join(lines[-n:]).rstrip()
 
 
-def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
+def _terminate(proc: subprocess.Popen[bytes] | ForkedServer, grace: float) -> None:
     """SIGTERM the server's process group, then SIGKILL whatever is left after ``grace`` s."""
     if proc.poll() is None:
         with suppress(ProcessLookupError, PermissionError):
@@ -69,7 +75,7 @@ def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
         proc.wait(timeout=5)
 
 
-def _finalize(proc: subprocess.Popen[bytes], log_fd: int, owner_pid: int) -> None:
+def _finalize(proc: subprocess.Popen[bytes] | ForkedServer, log_fd: int, owner_pid: int) -> None:
     if os.getpid() != owner_pid:
         return  # a forked copy of the owner exiting must not stop the owner's server
     _terminate(proc, grace=1.0)
@@ -115,7 +121,7 @@ class LocalProcessProvider(Provider):
         self.stop_timeout = stop_timeout
         self.base_url: str | None = None
         self._log_fd: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: subprocess.Popen[bytes] | ForkedServer | None = None
         self._finalizer: weakref.finalize | None = None
         self._owner_pid = os.getpid()
 
@@ -178,23 +184,20 @@ class LocalProcessProvider(Provider):
         fd, path = tempfile.mkstemp(prefix="openenv-train-server-", suffix=".log")
         os.unlink(path)  # lives while a process holds it open: nothing to clean up, ever
         self._log_fd = fd
-        cmd = [
-            self.python, "-m", "openenv_train.runtime.launch", "--app", self.app,
-            "--host", self.host, "--fd", str(sock.fileno()), "--parent-pid", str(os.getpid()),
-        ]  # fmt: skip
+        args = ["--app", self.app, "--host", self.host, "--fd", str(sock.fileno()),
+                "--parent-pid", str(os.getpid())]  # fmt: skip
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
         try:
             with sock:
-                self._proc = _SPAWNER.submit(
-                    subprocess.Popen,
-                    cmd,
+                self._proc = self._forked(args, env, sock.fileno(), fd) or _popen(
+                    [self.python, "-m", "openenv_train.runtime.launch", *args],
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
                     stderr=subprocess.STDOUT,
                     env=env,
                     pass_fds=(sock.fileno(),),
                     start_new_session=True,  # its own process group: stop() kills grandchildren too
-                ).result()
+                )
         except OSError as e:
             self.stop()
             raise ServerStartError(f"could not start a server process for {self.app}: {e}") from e
@@ -202,6 +205,21 @@ class LocalProcessProvider(Provider):
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.base_url = f"http://{host}:{port}"
         self._finalizer = weakref.finalize(self, _finalize, self._proc, fd, os.getpid())
+
+    def _forked(self, args: list[str], env: dict[str, str], sock_fd: int, log_fd: int) -> Any:
+        """The server forked from this process's zygote (``runtime.zygote``), or None where this
+        interpreter has none (another ``python``, forking turned off, the zygote failed)."""
+        if self.python != sys.executable:
+            return None
+        zygote = zygote_for(self.python, _popen)
+        if zygote is None:
+            return None
+        fd_arg = args.index("--fd") + 1
+        argv = [*args[:fd_arg], "{fd}", *args[fd_arg + 1 :]]
+        try:
+            return zygote.spawn(argv, env, os.getcwd(), [sock_fd, log_fd])
+        except OSError:
+            return None  # a fresh interpreter instead
 
     def wait_healthy(self) -> None:
         """Poll ``GET /health`` until it answers 200; on failure stop and raise ``ServerStartError``."""

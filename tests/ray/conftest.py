@@ -33,7 +33,16 @@ def cluster():
     # servers those start) carries it; the other test workers' servers don't
     os.environ[CLUSTER_MARK] = "1"
     c = Cluster()
-    add_node(c, num_cpus=2, resources={"head": 100}, _system_config=fast_failure)  # the head
+    # the head, without the log monitor (nothing reads it: log_to_driver=False; 20 s of CPU in
+    # a suite's run) or the dashboard (no test opens it)
+    add_node(
+        c,
+        num_cpus=2,
+        resources={"head": 100},
+        _system_config=fast_failure,
+        include_log_monitor=False,
+        include_dashboard=False,
+    )
     add_node(c, num_cpus=1, resources={"node_a": 100})
     add_node(c, num_cpus=1, resources={"node_b": 100})
     ray.init(address=c.address, include_dashboard=False, log_to_driver=False)

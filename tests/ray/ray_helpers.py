@@ -7,6 +7,7 @@ import sys
 import time
 
 import psutil
+from processes import is_zygote
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray  # noqa: E402  (the dev install includes the ray extra: a missing Ray fails loudly)
@@ -103,9 +104,14 @@ def our_servers() -> set[int]:
     out = set()
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
-        if not (SERVER_CMD in cmd and os.path.dirname(cmd[0]) == bindir):
+        if not cmd or os.path.dirname(cmd[0]) != bindir:
             continue
         try:
+            # a fresh launcher, or a server forked from a zygote (it has the zygote's command)
+            parent = p.parent()
+            forked = is_zygote(p) and parent is not None and is_zygote(parent)
+            if SERVER_CMD not in cmd and not forked:
+                continue
             if CLUSTER_MARK in p.environ() or me in {a.pid for a in p.parents()}:
                 out.add(p.pid)
         except psutil.Error:  # gone meanwhile

@@ -34,7 +34,9 @@ def test_start_serves_on_loopback_and_stop_ends_the_process() -> None:
     with LocalProcessProvider("rt_apps:app", env={**ENV, "RT_MARK": "m1"}) as p:
         assert p.base_url is not None and p.base_url.startswith("http://127.0.0.1:")
         got = info(p.base_url)
-        assert got["mark"] == "m1" and got["pid"] == p.pid and got["ppid"] == os.getpid()
+        assert got["mark"] == "m1" and got["pid"] == p.pid
+        # forked from this process's zygote, which this process started
+        assert psutil.Process(got["ppid"]).ppid() == os.getpid()
         pid = p.pid
         assert "serving rt_apps:app" in p.logs()
         assert p.log_path is not None and "serving rt_apps:app" in Path(p.log_path).read_text()
@@ -125,10 +127,12 @@ def test_no_orphan_when_the_owner_is_killed_with_sigkill() -> None:
         line = owner.stdout.readline()  # type: ignore[union-attr]
         server_pid = int(line)
         assert psutil.pid_exists(server_pid)
-        assert psutil.Process(server_pid).ppid() == owner.pid
+        zygote = psutil.Process(psutil.Process(server_pid).ppid())
+        assert zygote.ppid() == owner.pid and "openenv_train.runtime.zygote" in zygote.cmdline()
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
         assert gone(server_pid, within=10.0), "the server outlived its SIGKILLed owner"
+        assert gone(zygote.pid, within=10.0), "the zygote outlived its SIGKILLed owner"
 
     finally:
         if owner.poll() is None:

@@ -42,3 +42,12 @@ def gone(pid: int | None, within: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return pid is None
+
+
+def is_zygote(p: psutil.Process) -> bool:
+    """Whether ``p`` is a zygote local servers are forked from (``openenv_train.runtime.zygote``),
+    or a server forked from one (it keeps the zygote's command line)."""
+    try:
+        return "openenv_train.runtime.zygote" in p.cmdline()
+    except psutil.Error:
+        return False

@@ -1,0 +1,341 @@
+"""Local env servers forked from one process that has imported the server stack already.
+
+A fresh ``python -m openenv_train.runtime.launch`` spends about 0.6 s of CPU importing FastAPI,
+pydantic, uvicorn and our server before it serves; a run that starts dozens of servers (or a
+test suite that starts hundreds) pays it each time. The owner (the process that starts servers)
+instead starts one *zygote* per interpreter: it imports that stack once, then forks a server per
+request, which imports only its env's own modules (about 0.05 s).
+
+Each forked server is what ``launch`` would have been: its own session and process group, the
+owner's listening socket and log file as its file descriptors, the environment, working folder
+and ``sys.path`` (cwd, then ``PYTHONPATH``) the owner asked for, and ``launch``'s own lifetime
+guards (it dies with the zygote, which dies with the owner). Where a forked copy cannot import
+the app (a package installed after the zygote started, a broken module), it ``exec``\\ s a fresh
+``launch`` in place: same pid, same descriptors, the error text a fresh interpreter prints.
+
+Wire: a ``SOCK_SEQPACKET`` pair (one JSON message per packet, descriptors as ``SCM_RIGHTS``).
+Owner -> zygote: ``{"argv", "env", "cwd"}`` with [listening socket, log file]. Zygote -> owner:
+``{"pid"}`` once the server has its own session, ``{"exit": pid, "code"}`` when one ends (codes
+as ``subprocess``'s: negative for a signal), ``{"ready": true}`` once after the imports.
+``OPENENV_TRAIN_FORK_SERVERS=0`` turns it off (every server is a fresh interpreter again).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from typing import Any
+
+#: what a server imports before its env's own modules: imported once, in the zygote
+PRELOAD = (
+    "uvicorn",
+    "fastapi",
+    "openenv_train.runtime.launch",
+    "openenv_train.server.app",
+    "openenv_train.server.serve",
+    "openenv_train.client",
+)
+MAX_PACKET = 1 << 20
+LAUNCH = "openenv_train.runtime.launch"
+
+
+def enabled() -> bool:
+    return os.environ.get("OPENENV_TRAIN_FORK_SERVERS", "1").strip() not in {"0", "false", "no"}
+
+
+class ForkedServer:
+    """The owner's handle on one forked server: the subset of ``subprocess.Popen`` the local
+    provider uses (``pid``, ``poll``, ``wait``, ``returncode``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._ended = threading.Event()
+
+    def _exited(self, code: int) -> None:
+        self.returncode = code
+        self._ended.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired(f"server pid {self.pid}", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class Zygote:
+    """One zygote process of this owner; :meth:`spawn` forks a server from it."""
+
+    def __init__(self, python: str, popen: Callable[..., subprocess.Popen[bytes]]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = ours
+        with theirs:
+            self._proc = popen(
+                [python, "-m", __name__, "--fd", str(theirs.fileno()), "--parent-pid",
+                 str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,  # a terminal's Ctrl-C is the owner's to handle
+            )  # fmt: skip
+        self._lock = threading.Lock()  # one request at a time: its reply is the next "pid"
+        self._replies: list[dict[str, Any]] = []
+        self._reply = threading.Condition()
+        self._servers: dict[int, ForkedServer] = {}
+        self._early_exits: dict[int, int] = {}  # an exit read before its "pid" reply
+        self.alive = True
+        threading.Thread(target=self._read, name="openenv-train-zygote", daemon=True).start()
+
+    def close(self) -> None:
+        """Stop the zygote (its servers die with it)."""
+        with suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        with suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._next_reply(timeout).get("ready") is True
+
+    def spawn(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: Sequence[int]
+    ) -> ForkedServer:
+        """Fork a server running ``launch`` with ``argv`` (``{fd}`` stands for the socket)."""
+        message = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
+        if len(message) > MAX_PACKET:
+            raise OSError("the server's environment is too large to hand to the zygote")
+        with self._lock:
+            socket.send_fds(self._sock, [message], list(fds))
+            reply = self._next_reply(30.0)
+        if "pid" not in reply:
+            raise OSError(f"the zygote could not fork a server: {reply.get('error', reply)}")
+        server = ForkedServer(int(reply["pid"]))
+        with self._reply:
+            self._servers[server.pid] = server
+            if server.pid in self._early_exits:
+                server._exited(self._early_exits.pop(server.pid))
+        return server
+
+    def _next_reply(self, timeout: float) -> dict[str, Any]:
+        with self._reply:
+            if not self._reply.wait_for(lambda: self._replies or not self.alive, timeout):
+                raise OSError(f"the zygote did not answer within {timeout} s")
+            return self._replies.pop(0) if self._replies else {"error": "the zygote exited"}
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(MAX_PACKET)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            message = json.loads(data)
+            with self._reply:
+                if "exit" in message:
+                    pid, code = int(message["exit"]), int(message["code"])
+                    server = self._servers.pop(pid, None)
+                    if server is not None:
+                        server._exited(code)
+                    else:
+                        self._early_exits[pid] = code
+                else:
+                    self._replies.append(message)
+                    self._reply.notify_all()
+        with self._reply:  # the zygote is gone, and its servers with it (PDEATHSIG)
+            self.alive = False
+            for server in self._servers.values():
+                server._exited(-signal.SIGKILL)
+            self._servers.clear()
+            self._reply.notify_all()
+        with suppress(OSError):
+            self._sock.close()
+        with suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
+
+
+_zygotes: dict[tuple[int, str], Zygote | None] = {}
+_zygotes_lock = threading.Lock()
+
+
+def zygote_for(python: str, popen: Callable[..., subprocess.Popen[bytes]]) -> Zygote | None:
+    """This process's zygote for ``python`` (started on first use), or None where forking is
+    off or the zygote could not start (the caller then starts a fresh interpreter)."""
+    if not enabled() or not hasattr(socket, "send_fds"):
+        return None
+    key = (os.getpid(), python)  # a forked copy of the owner starts its own
+    with _zygotes_lock:
+        zygote = _zygotes.get(key, False)
+        if zygote is False or (zygote is not None and not zygote.alive):
+            try:
+                zygote = Zygote(python, popen)
+                if not zygote.wait_ready(60.0):
+                    zygote = zygote.close()
+            except OSError:
+                zygote = zygote.close() if isinstance(zygote, Zygote) else None
+            _zygotes[key] = zygote
+        return zygote
+
+
+# ---- the zygote process ------------------------------------------------------------------------
+
+
+def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence[int]) -> None:
+    """In the forked copy: become what ``python -m launch <argv>`` would be, then run it."""
+    os.setsid()  # its own session and process group: the owner's stop kills its children too
+    os.write(ready_w, b"s")
+    os.close(ready_w)
+    for fd in keep:
+        with suppress(OSError):
+            os.close(fd)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    listen_fd, log_fd = fds
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(devnull)
+    os.close(log_fd)
+    argv = [str(listen_fd) if a == "{fd}" else a for a in request["argv"]]
+    if "--parent-pid" in argv:  # launch's guards watch its parent: this zygote
+        argv[argv.index("--parent-pid") + 1] = str(os.getppid())
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+    env = request["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(request["cwd"])
+    # ``python -m``'s path: the working folder, then PYTHONPATH, then the interpreter's own
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    base = [p for p in sys.path[1:] if p not in _ZYGOTE_EXTRA]
+    sys.path[:] = [os.getcwd(), *extra, *[p for p in base if p not in extra]]
+    sys.argv = [LAUNCH, *argv]
+    importlib.invalidate_caches()
+    try:
+        module = argv[argv.index("--app") + 1].split(":", 1)[0]
+        importlib.import_module(module)
+    except BaseException:  # noqa: BLE001 - a fresh interpreter says why, as it always has
+        os.set_inheritable(listen_fd, True)
+        os.execve(sys.executable, [sys.executable, "-m", LAUNCH, *argv], env)
+    from openenv_train.runtime import launch
+
+    code: Any = 1
+    try:
+        code = launch.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    except BaseException:  # noqa: BLE001 - printed to the server's log, as a fresh one would
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        import atexit
+
+        atexit._run_exitfuncs()  # coverage and logging flush as at a normal exit
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.flush()
+        os._exit(0 if code is None else code if isinstance(code, int) else 1)
+
+
+_ZYGOTE_EXTRA: list[str] = []
+
+
+def _exit_code(status: int) -> int:
+    return os.waitstatus_to_exitcode(status)
+
+
+def serve(sock: socket.socket, parent_pid: int) -> None:
+    """Answer fork requests until the owner goes; report every server that ends."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd is written
+    keep = [sock.fileno(), wake_r, wake_w]
+
+    def send(message: dict[str, Any]) -> None:
+        sock.send(json.dumps(message).encode())
+
+    def reap() -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            send({"exit": pid, "code": _exit_code(status)})
+
+    send({"ready": True})
+    while os.getppid() == parent_pid:
+        readable, _, _ = select.select([sock, wake_r], [], [], 1.0)
+        if wake_r in readable:
+            with suppress(BlockingIOError):
+                os.read(wake_r, 4096)
+        reap()
+        if sock not in readable:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 2)
+        except OSError:
+            return
+        if not data:
+            return  # the owner closed its end
+        try:
+            request = json.loads(data)
+            ready_r, ready_w = os.pipe()
+            pid = os.fork()
+        except (OSError, ValueError) as exc:
+            for fd in fds:
+                os.close(fd)
+            send({"error": str(exc)})
+            continue
+        if pid == 0:
+            os.close(ready_r)
+            _child(request, fds, ready_w, keep)  # never returns
+        os.close(ready_w)
+        os.read(ready_r, 1)  # the server has its own session: the owner may signal its group
+        os.close(ready_r)
+        for fd in fds:
+            os.close(fd)
+        send({"pid": pid})
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=__name__, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fd", type=int, required=True, help="the owner's SOCK_SEQPACKET end")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    args = parser.parse_args(argv)
+    from openenv_train.runtime.launch import _die_with_parent
+
+    _die_with_parent()  # the owner's spawner thread gone: so are we (and our servers with us)
+    if os.getppid() != args.parent_pid:
+        return 70
+    _ZYGOTE_EXTRA.extend(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    sock = socket.socket(fileno=args.fd)
+    serve(sock, args.parent_pid)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

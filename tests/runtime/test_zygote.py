@@ -1,0 +1,86 @@
+"""Local servers forked from the owner's zygote: one zygote per owner, each server what a fresh
+``launch`` would be (its environment, its ``sys.path``, its own process group), a module written
+after the zygote started still served, and ``OPENENV_TRAIN_FORK_SERVERS=0`` for the old way."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from child_env import with_pythonpath
+from processes import is_zygote
+
+from openenv_train.runtime import LocalProcessProvider, start_local_servers
+
+HERE = Path(__file__).parent
+ENV = with_pythonpath(HERE)
+
+
+def info(base_url: str) -> dict:
+    with urllib.request.urlopen(base_url + "/info", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_servers_of_one_owner_fork_from_one_zygote_each_in_its_own_group() -> None:
+    with start_local_servers("rt_apps:app", 2, env={**ENV, "RT_MARK": "z"}) as group:
+        parents = {psutil.Process(p.pid).ppid() for p in group}
+        assert len(parents) == 1
+        zygote = psutil.Process(parents.pop())
+        assert is_zygote(zygote) and zygote.ppid() == os.getpid()
+        for p in group:
+            got = info(p.base_url)
+            assert got["pid"] == p.pid and got["mark"] == "z"  # the environment asked for
+            assert os.getpgid(p.pid) == p.pid  # its own group: stop() ends what it started
+            assert is_zygote(psutil.Process(p.pid))  # a forked copy, not a fresh interpreter
+        pids = [p.pid for p in group]
+    assert all(
+        not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie" for pid in pids
+    )
+    assert zygote.is_running()  # kept for the next start
+
+
+def test_a_module_written_after_the_zygote_started_is_served(tmp_path: Path) -> None:
+    with LocalProcessProvider("rt_apps:app", env=ENV):  # the zygote is up now
+        pass
+    (tmp_path / "late_app.py").write_text("from rt_apps import app\n")
+    with LocalProcessProvider("late_app:app", env=with_pythonpath(HERE, tmp_path)) as p:
+        assert info(p.base_url)["pid"] == p.pid
+        assert is_zygote(psutil.Process(p.pid).parent())
+        assert is_zygote(psutil.Process(p.pid))  # a forked copy serves it, no fresh interpreter
+
+
+def test_an_app_a_forked_copy_cannot_import_runs_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    (tmp_path / "fresh_only_app.py").write_text(
+        "import sys\n"
+        "main = sys.modules['__main__'].__spec__\n"
+        "if main is not None and main.name == 'openenv_train.runtime.zygote':\n"
+        "    raise ImportError('not in a forked copy')\n"
+        "from rt_apps import app\n"
+    )
+    with LocalProcessProvider("fresh_only_app:app", env=with_pythonpath(HERE, tmp_path)) as p:
+        assert info(p.base_url)["pid"] == p.pid  # the same process, exec'd in place
+        assert "openenv_train.runtime.launch" in psutil.Process(p.pid).cmdline()
+        assert is_zygote(psutil.Process(p.pid).parent())
+
+
+def test_forking_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENENV_TRAIN_FORK_SERVERS", "0")
+    with LocalProcessProvider("rt_apps:app", env=ENV) as p:
+        assert info(p.base_url)["ppid"] == os.getpid()  # a fresh interpreter, our own child
+        assert "openenv_train.runtime.launch" in psutil.Process(p.pid).cmdline()
+
+
+def test_a_server_that_exits_by_itself_reports_its_exit_code() -> None:
+    p = LocalProcessProvider("rt_apps:app", env=ENV)
+    p.start()
+    try:
+        proc = p._proc
+        assert proc is not None
+        os.kill(p.pid, 9)
+        assert proc.wait(timeout=10) == -9 and not p.running
+    finally:
+        p.stop()
