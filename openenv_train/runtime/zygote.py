@@ -44,7 +44,7 @@ PRELOAD = (
     "openenv_train.server.serve",
     "openenv_train.client",
 )
-MAX_PACKET = 1 << 20
+MAX_PACKET = 160 * 1024  # below the socket buffer a SOCK_SEQPACKET message must fit in
 LAUNCH = "openenv_train.runtime.launch"
 
 

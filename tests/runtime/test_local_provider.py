@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
-from child_env import with_pythonpath
 from ports import held_port
 from processes import gone
+from rt_info import ENV, info
 
 from openenv_train.core import ServerStartError
 from openenv_train.runtime import LocalProcessProvider, ServerGroup, start_local_servers
-
-HERE = Path(__file__).parent
-ENV = with_pythonpath(HERE)
-
-
-def info(base_url: str) -> dict:
-    with urllib.request.urlopen(base_url + "/info", timeout=10) as r:
-        return json.loads(r.read())
 
 
 def test_start_serves_on_loopback_and_stop_ends_the_process() -> None:

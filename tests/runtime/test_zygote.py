@@ -4,25 +4,16 @@ after the zygote started still served, and ``OPENENV_TRAIN_FORK_SERVERS=0`` for 
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 from pathlib import Path
 
 import psutil
 import pytest
 from child_env import with_pythonpath
 from processes import is_zygote
+from rt_info import ENV, HERE, info
 
 from openenv_train.runtime import LocalProcessProvider, start_local_servers
-
-HERE = Path(__file__).parent
-ENV = with_pythonpath(HERE)
-
-
-def info(base_url: str) -> dict:
-    with urllib.request.urlopen(base_url + "/info", timeout=10) as r:
-        return json.loads(r.read())
 
 
 def test_servers_of_one_owner_fork_from_one_zygote_each_in_its_own_group() -> None:
