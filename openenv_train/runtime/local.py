@@ -209,15 +209,11 @@ class LocalProcessProvider(Provider):
     def _forked(self, args: list[str], env: dict[str, str], sock_fd: int, log_fd: int) -> Any:
         """The server forked from this process's zygote (``runtime.zygote``), or None where this
         interpreter has none (another ``python``, forking turned off, the zygote failed)."""
-        if self.python != sys.executable:
-            return None
-        zygote = zygote_for(self.python, _popen)
+        zygote = zygote_for(_popen) if self.python == sys.executable else None
         if zygote is None:
             return None
-        fd_arg = args.index("--fd") + 1
-        argv = [*args[:fd_arg], "{fd}", *args[fd_arg + 1 :]]
         try:
-            return zygote.spawn(argv, env, os.getcwd(), [sock_fd, log_fd])
+            return zygote.spawn(args, env, os.getcwd(), [sock_fd, log_fd])
         except OSError:
             return None  # a fresh interpreter instead
 

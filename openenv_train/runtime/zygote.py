@@ -14,7 +14,9 @@ the app (a package installed after the zygote started, a broken module), it ``ex
 ``launch`` in place: same pid, same descriptors, the error text a fresh interpreter prints.
 
 Wire: a ``SOCK_SEQPACKET`` pair (one JSON message per packet, descriptors as ``SCM_RIGHTS``).
-Owner -> zygote: ``{"argv", "env", "cwd"}`` with [listening socket, log file]. Zygote -> owner:
+Owner -> zygote: ``{"argv", "env", "cwd"}`` with [listening socket, log file] (``launch``'s
+arguments as the owner would run it; the server's ``--fd`` and ``--parent-pid`` are set to the
+received socket and the zygote). Zygote -> owner:
 ``{"pid"}`` once the server has its own session, ``{"exit": pid, "code"}`` when one ends (codes
 as ``subprocess``'s: negative for a signal), ``{"ready": true}`` once after the imports.
 ``OPENENV_TRAIN_FORK_SERVERS=0`` turns it off (every server is a fresh interpreter again).
@@ -48,6 +50,14 @@ MAX_PACKET = 160 * 1024  # below the socket buffer a SOCK_SEQPACKET message must
 LAUNCH = "openenv_train.runtime.launch"
 
 
+def _pythonpath(env: Mapping[str, str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+#: the zygote's own PYTHONPATH entries (a forked server's are the ones its owner gave)
+_ZYGOTE_PYTHONPATH: list[str] = []
+
+
 def enabled() -> bool:
     return os.environ.get("OPENENV_TRAIN_FORK_SERVERS", "1").strip() not in {"0", "false", "no"}
 
@@ -78,12 +88,12 @@ class ForkedServer:
 class Zygote:
     """One zygote process of this owner; :meth:`spawn` forks a server from it."""
 
-    def __init__(self, python: str, popen: Callable[..., subprocess.Popen[bytes]]) -> None:
+    def __init__(self, popen: Callable[..., subprocess.Popen[bytes]]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         with theirs:
             self._proc = popen(
-                [python, "-m", __name__, "--fd", str(theirs.fileno()), "--parent-pid",
+                [sys.executable, "-m", __name__, "--fd", str(theirs.fileno()), "--parent-pid",
                  str(os.getpid())],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -114,7 +124,8 @@ class Zygote:
     def spawn(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: Sequence[int]
     ) -> ForkedServer:
-        """Fork a server running ``launch`` with ``argv`` (``{fd}`` stands for the socket)."""
+        """Fork a server running ``launch`` with ``argv`` on the socket ``fds[0]``, logging to
+        ``fds[1]``."""
         message = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
         if len(message) > MAX_PACKET:
             raise OSError("the server's environment is too large to hand to the zygote")
@@ -168,26 +179,30 @@ class Zygote:
             self._proc.wait(timeout=5)
 
 
-_zygotes: dict[tuple[int, str], Zygote | None] = {}
+_zygotes: dict[int, Zygote | None] = {}  # by owner pid: a forked copy of the owner starts its own
 _zygotes_lock = threading.Lock()
 
 
-def zygote_for(python: str, popen: Callable[..., subprocess.Popen[bytes]]) -> Zygote | None:
-    """This process's zygote for ``python`` (started on first use), or None where forking is
-    off or the zygote could not start (the caller then starts a fresh interpreter)."""
+def zygote_for(popen: Callable[..., subprocess.Popen[bytes]]) -> Zygote | None:
+    """This process's zygote (started on first use, with this interpreter), or None where
+    forking is off or the zygote could not start (the caller then starts a fresh interpreter)."""
     if not enabled() or not hasattr(socket, "send_fds"):
         return None
-    key = (os.getpid(), python)  # a forked copy of the owner starts its own
     with _zygotes_lock:
-        zygote = _zygotes.get(key, False)
-        if zygote is False or (zygote is not None and not zygote.alive):
-            try:
-                zygote = Zygote(python, popen)
-                if not zygote.wait_ready(60.0):
-                    zygote = zygote.close()
-            except OSError:
-                zygote = zygote.close() if isinstance(zygote, Zygote) else None
-            _zygotes[key] = zygote
+        if os.getpid() in _zygotes:
+            zygote = _zygotes[os.getpid()]
+            if zygote is None or zygote.alive:
+                return zygote
+        zygote = None
+        try:
+            zygote = Zygote(popen)
+            ready = zygote.wait_ready(60.0)
+        except OSError:
+            ready = False
+        if zygote is not None and not ready:
+            zygote.close()
+            zygote = None
+        _zygotes[os.getpid()] = zygote
         return zygote
 
 
@@ -211,9 +226,9 @@ def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence
     os.dup2(log_fd, 2)
     os.close(devnull)
     os.close(log_fd)
-    argv = [str(listen_fd) if a == "{fd}" else a for a in request["argv"]]
-    if "--parent-pid" in argv:  # launch's guards watch its parent: this zygote
-        argv[argv.index("--parent-pid") + 1] = str(os.getppid())
+    argv = list(request["argv"])
+    argv[argv.index("--fd") + 1] = str(listen_fd)
+    argv[argv.index("--parent-pid") + 1] = str(os.getppid())  # launch's guards watch this zygote
     for stream in (sys.stdout, sys.stderr):
         with suppress(Exception):
             stream.reconfigure(write_through=True)  # type: ignore[union-attr]
@@ -222,8 +237,8 @@ def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence
     os.environ.update(env)
     os.chdir(request["cwd"])
     # ``python -m``'s path: the working folder, then PYTHONPATH, then the interpreter's own
-    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    base = [p for p in sys.path[1:] if p not in _ZYGOTE_EXTRA]
+    extra = _pythonpath(env)
+    base = [p for p in sys.path[1:] if p not in _ZYGOTE_PYTHONPATH]
     sys.path[:] = [os.getcwd(), *extra, *[p for p in base if p not in extra]]
     sys.argv = [LAUNCH, *argv]
     importlib.invalidate_caches()
@@ -254,13 +269,6 @@ def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence
         os._exit(0 if code is None else code if isinstance(code, int) else 1)
 
 
-_ZYGOTE_EXTRA: list[str] = []
-
-
-def _exit_code(status: int) -> int:
-    return os.waitstatus_to_exitcode(status)
-
-
 def serve(sock: socket.socket, parent_pid: int) -> None:
     """Answer fork requests until the owner goes; report every server that ends."""
     wake_r, wake_w = os.pipe()
@@ -280,7 +288,7 @@ def serve(sock: socket.socket, parent_pid: int) -> None:
                 return
             if pid == 0:
                 return
-            send({"exit": pid, "code": _exit_code(status)})
+            send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
     send({"ready": True})
     while os.getppid() == parent_pid:
@@ -329,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     _die_with_parent()  # the owner's spawner thread gone: so are we (and our servers with us)
     if os.getppid() != args.parent_pid:
         return 70
-    _ZYGOTE_EXTRA.extend(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    _ZYGOTE_PYTHONPATH.extend(_pythonpath(os.environ))
     for name in PRELOAD:
         importlib.import_module(name)
     sock = socket.socket(fileno=args.fd)
