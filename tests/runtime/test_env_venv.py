@@ -119,9 +119,14 @@ def test_serve_venv_runs_the_server_under_the_venvs_python(echo_venv) -> None:
 
             wait_until(lambda: "/health" in banner(), timeout=120, what="serve's banner")
             url = banner().split("serving " + APP + " at ")[1].split()[0]
-            wait_until(
-                lambda: httpx.get(url + "/health").status_code == 200, timeout=60, what="health"
-            )
+
+            def healthy() -> bool:  # the banner comes before uvicorn listens: refused meanwhile
+                try:
+                    return httpx.get(url + "/health").status_code == 200
+                except httpx.ConnectError:
+                    return False
+
+            wait_until(healthy, timeout=60, what="health")
             cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().split(b"\0")
             assert cmdline[0].decode() == str(echo_venv.python)  # the process became the venv's
         finally:
