@@ -12,6 +12,7 @@ import pytest
 from client_servers import serve
 from ot_apps import TAction, TObservation, TState
 from ports import held_port
+from processes import exited
 from server_helpers import until
 
 from openenv_train.client import (
@@ -281,7 +282,7 @@ async def test_connect_to_stops_its_server_on_close() -> None:
         r = await env.step(BlackjackAction(action=1))
     assert r.reward in (-1.0, 0.0, 1.0)
     await env.close()
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert exited(pid)
     with pytest.raises(SessionClosedError, match="server stopped"):
         await env.reset()
 
@@ -308,7 +309,7 @@ def test_connect_to_sync_for_blocking_code() -> None:
         while not r.done:
             r = env.step(BlackjackAction(action=1))
         assert r.reward in (-1.0, 0.0, 1.0)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert exited(pid)
 
 
 async def _reaped(url: str) -> None:

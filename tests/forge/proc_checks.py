@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import psutil
+from processes import exited
 
 
 def alive(pids: set[int], grace: float = 15.0) -> list[int]:
@@ -18,11 +19,4 @@ def alive(pids: set[int], grace: float = 15.0) -> list[int]:
         except psutil.NoSuchProcess:
             pass
     _, running = psutil.wait_procs(procs, timeout=grace)
-    out = []
-    for p in running:
-        try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
+    return [p.pid for p in running if not exited(p.pid)]

@@ -7,7 +7,7 @@ import sys
 import time
 
 import psutil
-from processes import is_zygote
+from processes import exited, is_forked_server
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray  # noqa: E402  (the dev install includes the ray extra: a missing Ray fails loudly)
@@ -64,16 +64,10 @@ def alive_actors(class_name: str | None = None) -> list[dict]:
 
 
 def wait_gone(pids: list[int], timeout: float = 30.0) -> list[int]:
-    """The pids still running after ``timeout`` s (zombies count as gone)."""
+    """The pids still running after ``timeout`` s (exited zombies count as gone)."""
     deadline = time.monotonic() + timeout
     while True:
-        left = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    left.append(pid)
-            except psutil.NoSuchProcess:
-                pass
+        left = [pid for pid in pids if not exited(pid)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
@@ -108,9 +102,7 @@ def our_servers() -> set[int]:
             continue
         try:
             # a fresh launcher, or a server forked from a zygote (it has the zygote's command)
-            parent = p.parent()
-            forked = is_zygote(p) and parent is not None and is_zygote(parent)
-            if SERVER_CMD not in cmd and not forked:
+            if SERVER_CMD not in cmd and not is_forked_server(p):
                 continue
             if CLUSTER_MARK in p.environ() or me in {a.pid for a in p.parents()}:
                 out.add(p.pid)

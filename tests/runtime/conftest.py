@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from processes import is_zygote
+from processes import exited, is_forked_server, is_zygote
 from rt_containers import BASE_IMAGE, ENGINES, IMAGE_PREFIX, ROOT, engine_client, ours
 
 from openenv_train.runtime import container_engine as ce
@@ -58,15 +58,10 @@ def no_leaks():
     while True:
         extra = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
         # the zygote lives as long as this process, by design; its servers count like any child
-        extra = [p for p in extra if _alive(p) and not is_zygote(p)]
+        extra = [
+            p for p in extra if not exited(p.pid) and (is_forked_server(p) or not is_zygote(p))
+        ]
         if not extra or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     assert not extra, f"processes left behind: {[p.pid for p in extra]}"
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 from child_env import with_pythonpath
-from processes import is_zygote
+from processes import exited, is_zygote
 from rt_info import ENV, HERE, info
 
 from openenv_train.runtime import LocalProcessProvider, start_local_servers
@@ -28,9 +28,7 @@ def test_servers_of_one_owner_fork_from_one_zygote_each_in_its_own_group() -> No
             assert os.getpgid(p.pid) == p.pid  # its own group: stop() ends what it started
             assert is_zygote(psutil.Process(p.pid))  # a forked copy, not a fresh interpreter
         pids = [p.pid for p in group]
-    assert all(
-        not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie" for pid in pids
-    )
+    assert all(exited(pid) for pid in pids)
     assert zygote.is_running()  # kept for the next start
 
 

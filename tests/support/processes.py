@@ -3,6 +3,7 @@ kill), and waiting for one to end."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -30,15 +31,24 @@ def interrupt(proc: subprocess.Popen, grace_s: float = 15) -> int | None:
         return proc.wait(5)
 
 
+def exited(pid: int) -> bool:
+    """Whether ``pid`` no longer runs: gone, or a zombie waiting for its reaper none of whose
+    threads still runs. A SIGKILLed server's main thread can be a zombie while its other
+    threads, which still hold its sockets, have yet to exit (a loaded machine runs them late)."""
+    try:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return False
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except (psutil.NoSuchProcess, FileNotFoundError):
+        return True
+
+
 def gone(pid: int | None, within: float = 10.0) -> bool:
-    """True once ``pid`` no longer runs (a zombie waiting for a reaper counts as gone; no pid,
-    nothing ran); False if it still runs after ``within`` seconds."""
+    """True once ``pid`` no longer runs (see :func:`exited`; no pid, nothing ran); False if it
+    still runs after ``within`` seconds."""
     deadline = time.monotonic() + within
     while pid is not None and time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
+        if exited(pid):
             return True
         time.sleep(0.05)
     return pid is None
@@ -49,5 +59,14 @@ def is_zygote(p: psutil.Process) -> bool:
     or a server forked from one (it keeps the zygote's command line)."""
     try:
         return "openenv_train.runtime.zygote" in p.cmdline()
+    except psutil.Error:
+        return False
+
+
+def is_forked_server(p: psutil.Process) -> bool:
+    """Whether ``p`` is a server forked from a zygote (not the zygote itself)."""
+    try:
+        parent = p.parent()
+        return is_zygote(p) and parent is not None and is_zygote(parent)
     except psutil.Error:
         return False
