@@ -25,7 +25,7 @@ from typing import Any
 from ..core.errors import ServerStartError
 from .health import Provider, wait_healthy
 from .signals import raise_on_stop_signals
-from .zygote import ForkedServer, zygote_for
+from .zygote import LAUNCH, ForkedServer, zygote_for
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
@@ -190,7 +190,7 @@ class LocalProcessProvider(Provider):
         try:
             with sock:
                 self._proc = self._forked(args, env, sock.fileno(), fd) or _popen(
-                    [self.python, "-m", "openenv_train.runtime.launch", *args],
+                    [self.python, "-m", LAUNCH, *args],
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
                     stderr=subprocess.STDOUT,

@@ -17,9 +17,9 @@ import concurrent.futures
 import ctypes
 import os
 import socket
-import threading
 from contextlib import suppress
 
+from ..client.sync import LoopThread
 from .errors import NetnsPortError as NetnsPortError
 
 _CLONE_NEWNET = 0x40000000
@@ -41,8 +41,7 @@ class NetnsPort:
 
     def __init__(self, pid: int, target_port: int, host_port: int | None = None) -> None:
         self.pid, self.target_port, self.host_port = pid, target_port, host_port or 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._loop: LoopThread | None = None  # the relays' event loop, from start() on
         self._server: asyncio.base_events.Server | None = None
         self._inside: concurrent.futures.ThreadPoolExecutor | None = None
         self._ns_fd: int | None = None
@@ -67,10 +66,13 @@ class NetnsPort:
                 f"cannot enter the container's network namespace ({e}); network='none' needs a "
                 "rootful engine and this process running as root",
             ) from e
-        self._thread.start()
-        fut = asyncio.run_coroutine_threadsafe(self._listen(), self._loop)
-        self.host_port = fut.result(10)
+        self._loop = LoopThread("openenv-train-netns-port")
+        self.host_port = self._loop.run(self._listen(), timeout=10)
         return self.host_port
+
+    async def _close_listener(self) -> None:
+        if self._server is not None:
+            self._server.close()
 
     async def _listen(self) -> int:
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.host_port)
@@ -90,7 +92,9 @@ class NetnsPort:
 
     async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         try:
-            sock = await self._loop.run_in_executor(self._inside, self._connect_inside)
+            sock = await asyncio.get_running_loop().run_in_executor(
+                self._inside, self._connect_inside
+            )
         except (OSError, RuntimeError):
             client_w.close()
             return
@@ -105,19 +109,11 @@ class NetnsPort:
 
     def stop(self) -> None:
         """Close the listener and every relay; idempotent."""
-        if self._thread.is_alive():
-
-            async def close() -> None:
-                if self._server is not None:
-                    self._server.close()
-                for task in asyncio.all_tasks():
-                    if task is not asyncio.current_task():
-                        task.cancel()
-
+        loop, self._loop = self._loop, None
+        if loop is not None:
             with suppress(Exception):
-                asyncio.run_coroutine_threadsafe(close(), self._loop).result(5)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
+                loop.run(self._close_listener(), timeout=5)
+            loop.close()  # cancels the relays still running, then stops the loop
         if self._inside is not None:
             self._inside.shutdown(wait=False)
             self._inside = None
