@@ -25,7 +25,7 @@ from typing import Any
 from ..core.errors import ServerStartError
 from .health import Provider, wait_healthy
 from .signals import raise_on_stop_signals
-from .zygote import LAUNCH, ForkedServer, zygote_for
+from .zygote import LAUNCH, ForkedProcess, zygote_for
 
 # Children are forked from this one long-lived thread: PR_SET_PDEATHSIG fires when the *thread*
 # that forked dies, so forking from a short-lived worker thread would kill the server early.
@@ -60,7 +60,7 @@ def _tail(fd: int, n: int, max_bytes: int = 256 * 1024) -> str:
     return "\n".join(lines[-n:]).rstrip()
 
 
-def _terminate(proc: subprocess.Popen[bytes] | ForkedServer, grace: float) -> None:
+def _terminate(proc: subprocess.Popen[bytes] | ForkedProcess, grace: float) -> None:
     """SIGTERM the server's process group, then SIGKILL whatever is left after ``grace`` s."""
     if proc.poll() is None:
         with suppress(ProcessLookupError, PermissionError):
@@ -75,7 +75,7 @@ def _terminate(proc: subprocess.Popen[bytes] | ForkedServer, grace: float) -> No
         proc.wait(timeout=5)
 
 
-def _finalize(proc: subprocess.Popen[bytes] | ForkedServer, log_fd: int, owner_pid: int) -> None:
+def _finalize(proc: subprocess.Popen[bytes] | ForkedProcess, log_fd: int, owner_pid: int) -> None:
     if os.getpid() != owner_pid:
         return  # a forked copy of the owner exiting must not stop the owner's server
     _terminate(proc, grace=1.0)
@@ -121,7 +121,7 @@ class LocalProcessProvider(Provider):
         self.stop_timeout = stop_timeout
         self.base_url: str | None = None
         self._log_fd: int | None = None
-        self._proc: subprocess.Popen[bytes] | ForkedServer | None = None
+        self._proc: subprocess.Popen[bytes] | ForkedProcess | None = None
         self._finalizer: weakref.finalize | None = None
         self._owner_pid = os.getpid()
 

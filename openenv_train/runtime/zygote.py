@@ -20,6 +20,10 @@ received socket and the zygote). Zygote -> owner:
 ``{"pid"}`` once the server has its own session, ``{"exit": pid, "code"}`` when one ends (codes
 as ``subprocess``'s: negative for a signal), ``{"ready": true}`` once after the imports.
 ``OPENENV_TRAIN_FORK_SERVERS=0`` turns it off (every server is a fresh interpreter again).
+
+The same zygote, started with other ``preload`` modules, also forks any console-script style
+program (:meth:`Zygote.run`: ``{"entry": "module:function", "argv", "env", "cwd", "path0"}``
+with [stdin, stdout, stderr]): what would otherwise pay the same imports again in every process.
 """
 
 from __future__ import annotations
@@ -62,8 +66,8 @@ def enabled() -> bool:
     return os.environ.get("OPENENV_TRAIN_FORK_SERVERS", "1").strip() not in {"0", "false", "no"}
 
 
-class ForkedServer:
-    """The owner's handle on one forked server: the subset of ``subprocess.Popen`` the local
+class ForkedProcess:
+    """The owner's handle on one forked process: the subset of ``subprocess.Popen`` the local
     provider uses (``pid``, ``poll``, ``wait``, ``returncode``)."""
 
     def __init__(self, pid: int) -> None:
@@ -80,21 +84,24 @@ class ForkedServer:
 
     def wait(self, timeout: float | None = None) -> int:
         if not self._ended.wait(timeout):
-            raise subprocess.TimeoutExpired(f"server pid {self.pid}", timeout or 0)
+            raise subprocess.TimeoutExpired(f"forked pid {self.pid}", timeout or 0)
         assert self.returncode is not None
         return self.returncode
 
 
 class Zygote:
-    """One zygote process of this owner; :meth:`spawn` forks a server from it."""
+    """One zygote process of this owner; :meth:`spawn` forks a server from it, :meth:`run` any
+    program whose imports ``preload`` names."""
 
-    def __init__(self, popen: Callable[..., subprocess.Popen[bytes]]) -> None:
+    def __init__(
+        self, popen: Callable[..., subprocess.Popen[bytes]], preload: Sequence[str] = PRELOAD
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         with theirs:
             self._proc = popen(
                 [sys.executable, "-m", __name__, "--fd", str(theirs.fileno()), "--parent-pid",
-                 str(os.getpid())],
+                 str(os.getpid()), "--preload", ",".join(preload)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -104,7 +111,7 @@ class Zygote:
         self._lock = threading.Lock()  # one request at a time: its reply is the next "pid"
         self._replies: list[dict[str, Any]] = []
         self._reply = threading.Condition()
-        self._servers: dict[int, ForkedServer] = {}
+        self._forked: dict[int, ForkedProcess] = {}
         self._early_exits: dict[int, int] = {}  # an exit read before its "pid" reply
         self.alive = True
         threading.Thread(target=self._read, name="openenv-train-zygote", daemon=True).start()
@@ -123,23 +130,41 @@ class Zygote:
 
     def spawn(
         self, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: Sequence[int]
-    ) -> ForkedServer:
+    ) -> ForkedProcess:
         """Fork a server running ``launch`` with ``argv`` on the socket ``fds[0]``, logging to
         ``fds[1]``."""
-        message = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
+        return self._fork({"argv": list(argv), "env": dict(env), "cwd": cwd}, fds)
+
+    def run(
+        self,
+        entry: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        stdio: Sequence[int],
+        path0: str | None = None,
+    ) -> ForkedProcess:
+        """Fork what a console script for ``entry`` (``module:function``) would be: ``argv``
+        (``argv[0]`` the script's path), ``stdio`` as its descriptors 0 to 2, ``path0`` first on
+        ``sys.path`` (the script's folder; the working folder when None, as ``python -m``)."""
+        request = {"entry": entry, "argv": list(argv), "env": dict(env), "cwd": cwd}
+        return self._fork({**request, "path0": path0 or cwd}, stdio)
+
+    def _fork(self, request: dict[str, Any], fds: Sequence[int]) -> ForkedProcess:
+        message = json.dumps(request).encode()
         if len(message) > MAX_PACKET:
-            raise OSError("the server's environment is too large to hand to the zygote")
+            raise OSError("the environment is too large to hand to the zygote")
         with self._lock:
             socket.send_fds(self._sock, [message], list(fds))
             reply = self._next_reply(30.0)
         if "pid" not in reply:
-            raise OSError(f"the zygote could not fork a server: {reply.get('error', reply)}")
-        server = ForkedServer(int(reply["pid"]))
+            raise OSError(f"the zygote could not fork: {reply.get('error', reply)}")
+        forked = ForkedProcess(int(reply["pid"]))
         with self._reply:
-            self._servers[server.pid] = server
-            if server.pid in self._early_exits:
-                server._exited(self._early_exits.pop(server.pid))
-        return server
+            self._forked[forked.pid] = forked
+            if forked.pid in self._early_exits:
+                forked._exited(self._early_exits.pop(forked.pid))
+        return forked
 
     def _next_reply(self, timeout: float) -> dict[str, Any]:
         with self._reply:
@@ -159,9 +184,9 @@ class Zygote:
             with self._reply:
                 if "exit" in message:
                     pid, code = int(message["exit"]), int(message["code"])
-                    server = self._servers.pop(pid, None)
-                    if server is not None:
-                        server._exited(code)
+                    forked = self._forked.pop(pid, None)
+                    if forked is not None:
+                        forked._exited(code)
                     else:
                         self._early_exits[pid] = code
                 else:
@@ -169,9 +194,9 @@ class Zygote:
                     self._reply.notify_all()
         with self._reply:  # the zygote is gone, and its servers with it (PDEATHSIG)
             self.alive = False
-            for server in self._servers.values():
-                server._exited(-signal.SIGKILL)
-            self._servers.clear()
+            for forked in self._forked.values():
+                forked._exited(-signal.SIGKILL)
+            self._forked.clear()
             self._reply.notify_all()
         with suppress(OSError):
             self._sock.close()
@@ -210,7 +235,8 @@ def zygote_for(popen: Callable[..., subprocess.Popen[bytes]]) -> Zygote | None:
 
 
 def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence[int]) -> None:
-    """In the forked copy: become what ``python -m launch <argv>`` would be, then run it."""
+    """In the forked copy: become what ``python -m launch <argv>`` (or the console script of
+    ``request["entry"]``) would be, then run it."""
     os.setsid()  # its own session and process group: the owner's stop kills its children too
     os.write(ready_w, b"s")
     os.close(ready_w)
@@ -219,53 +245,98 @@ def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence
             os.close(fd)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    if "entry" in request:
+        _run_entry(request, fds)
     listen_fd, log_fd = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(log_fd, 1)
-    os.dup2(log_fd, 2)
-    os.close(devnull)
-    os.close(log_fd)
+    _stdio([devnull, log_fd, log_fd])
     argv = list(request["argv"])
     argv[argv.index("--fd") + 1] = str(listen_fd)
     argv[argv.index("--parent-pid") + 1] = str(os.getppid())  # launch's guards watch this zygote
     for stream in (sys.stdout, sys.stderr):
         with suppress(Exception):
             stream.reconfigure(write_through=True)  # type: ignore[union-attr]
-    env = request["env"]
-    os.environ.clear()
-    os.environ.update(env)
-    os.chdir(request["cwd"])
-    # ``python -m``'s path: the working folder, then PYTHONPATH, then the interpreter's own
-    extra = _pythonpath(env)
-    base = [p for p in sys.path[1:] if p not in _ZYGOTE_PYTHONPATH]
-    sys.path[:] = [os.getcwd(), *extra, *[p for p in base if p not in extra]]
+    _enter(request, None)
     sys.argv = [LAUNCH, *argv]
-    importlib.invalidate_caches()
     try:
         module = argv[argv.index("--app") + 1].split(":", 1)[0]
         importlib.import_module(module)
     except BaseException:  # noqa: BLE001 - a fresh interpreter says why, as it always has
         os.set_inheritable(listen_fd, True)
-        os.execve(sys.executable, [sys.executable, "-m", LAUNCH, *argv], env)
+        os.execve(sys.executable, [sys.executable, "-m", LAUNCH, *argv], request["env"])
     from openenv_train.runtime import launch
 
+    _finish(lambda: launch.main(argv))
+
+
+def _run_entry(request: dict[str, Any], stdio: list[int]) -> None:
+    """A console script's process: ``entry``'s function with ``argv``; dies with the zygote
+    (which dies with its owner), so an owner never loses sight of a run."""
+    from openenv_train.runtime.launch import _die_with_parent
+
+    _die_with_parent()
+    _stdio(stdio)
+    if request["env"].get("PYTHONUNBUFFERED"):
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+    _enter(request, request["path0"])
+    sys.argv = list(request["argv"])
+    module, _, function = request["entry"].partition(":")
+    _finish(lambda: getattr(importlib.import_module(module), function)())
+
+
+def _stdio(fds: list[int]) -> None:
+    """The received descriptors become 0, 1 and 2 (each closed once it is duplicated)."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in set(fds) - {0, 1, 2}:
+        os.close(fd)
+
+
+def _enter(request: dict[str, Any], path0: str | None) -> None:
+    """The environment, working folder and ``sys.path`` the owner asked for: ``path0`` (the
+    working folder when None, as ``python -m``), then PYTHONPATH, then the interpreter's own."""
+    env = request["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(request["cwd"])
+    extra = _pythonpath(env)
+    base = [p for p in sys.path[1:] if p not in _ZYGOTE_PYTHONPATH]
+    sys.path[:] = [path0 or os.getcwd(), *extra, *[p for p in base if p not in extra]]
+    importlib.invalidate_caches()
+
+
+def _finish(body: Callable[[], Any]) -> None:
+    """Run ``body`` and end as an interpreter would: its exit code (a ``SystemExit``'s too), a
+    traceback for anything else, Ctrl-C's signal, non-daemon threads joined, ``atexit`` run
+    (coverage and logging flush as at a normal exit)."""
     code: Any = 1
+    interrupted = False
     try:
-        code = launch.main(argv)
+        code = body()
     except SystemExit as exc:
         code = exc.code
-    except BaseException:  # noqa: BLE001 - printed to the server's log, as a fresh one would
+    except BaseException as exc:  # noqa: BLE001 - printed, as a fresh interpreter would
         import traceback
 
         traceback.print_exc()
+        interrupted = isinstance(exc, KeyboardInterrupt)
     finally:
         import atexit
+        import threading
 
-        atexit._run_exitfuncs()  # coverage and logging flush as at a normal exit
+        with suppress(Exception):
+            threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+        if isinstance(code, str):
+            print(code, file=sys.stderr)
         for stream in (sys.stdout, sys.stderr):
             with suppress(Exception):
                 stream.flush()
+        if interrupted:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         os._exit(0 if code is None else code if isinstance(code, int) else 1)
 
 
@@ -300,7 +371,7 @@ def serve(sock: socket.socket, parent_pid: int) -> None:
         if sock not in readable:
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 2)
+            data, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
         except OSError:
             return
         if not data:
@@ -331,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=__name__, description=__doc__.split("\n\n")[0])
     parser.add_argument("--fd", type=int, required=True, help="the owner's SOCK_SEQPACKET end")
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--preload", default=",".join(PRELOAD), help="modules, comma-separated")
     args = parser.parse_args(argv)
     from openenv_train.runtime.launch import _die_with_parent
 
@@ -338,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != args.parent_pid:
         return 70
     _ZYGOTE_PYTHONPATH.extend(_pythonpath(os.environ))
-    for name in PRELOAD:
+    for name in filter(None, args.preload.split(",")):
         importlib.import_module(name)
     sock = socket.socket(fileno=args.fd)
     serve(sock, args.parent_pid)

@@ -1,35 +1,18 @@
-"""``openenv-train`` as users run it: a real console script in a subprocess."""
+"""``openenv-train`` as users run it: a process of its own (tests/support/cli_runs.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from cli_runs import ROOT, cli, run_cli
 from ports import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli() -> list[str]:
-    exe = shutil.which("openenv-train", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "openenv_train.cli.main"]
-
-
-def _run(
-    args: list[str], cwd: Path = ROOT, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"}
-    return subprocess.run(
-        _cli() + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 def test_train_tiny_config_end_to_end(tmp_path: Path) -> None:
@@ -46,7 +29,7 @@ grpo: {{max_steps: 2, per_device_train_batch_size: 16, num_generations: 4, loggi
 eval: {{hands: 20, every: 1, periodic_hands: 20}}
 """
     )
-    proc = _run(
+    proc = run_cli(
         ["train", str(cfg)], cwd=tmp_path
     )  # from elsewhere: the recipe is found via the config
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -61,7 +44,7 @@ eval: {{hands: 20, every: 1, periodic_hands: 20}}
     assert (run / "model" / "config.json").is_file() and (
         run / "model" / "tokenizer.json"
     ).is_file()
-    ev = _run(["eval", str(run / "model"), "--hands", "20"])
+    ev = run_cli(["eval", str(run / "model"), "--hands", "20"])
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert "basic strategy" in ev.stdout
 
@@ -71,16 +54,16 @@ def test_train_bad_config_fails_fast_with_the_key(tmp_path: Path) -> None:
     cfg.write_text(
         "recipe: grpo_blackjack\ngrpo: {per_device_train_batch_size: 30, num_generations: 16}\n"
     )
-    proc = _run(["train", str(cfg)])
+    proc = run_cli(["train", str(cfg)])
     assert proc.returncode == 2
     assert "grpo.num_generations=16" in proc.stderr and "Traceback" not in proc.stderr
     cfg.write_text("grpo: {max_steps: 2}\n")
-    proc = _run(["train", str(cfg)])
+    proc = run_cli(["train", str(cfg)])
     assert proc.returncode == 2 and "'recipe:' key" in proc.stderr
-    proc = _run(["train", str(tmp_path / "nope.yaml")])
+    proc = run_cli(["train", str(tmp_path / "nope.yaml")])
     assert proc.returncode == 2 and "does not exist" in proc.stderr
     cfg.write_text("recipe: chess\n")
-    proc = _run(["train", str(cfg)])
+    proc = run_cli(["train", str(cfg)])
     assert proc.returncode == 2 and "no recipe named 'chess'" in proc.stderr
     assert "grpo_blackjack" in proc.stderr  # the registered ones are listed
 
@@ -88,7 +71,7 @@ def test_train_bad_config_fails_fast_with_the_key(tmp_path: Path) -> None:
 def test_serve_runs_an_env_app_on_loopback() -> None:
     port = free_port()
     proc = subprocess.Popen(
-        _cli() + ["serve", "echo_env.server.app:app", "--port", str(port)],
+        cli() + ["serve", "echo_env.server.app:app", "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -111,5 +94,5 @@ def test_serve_runs_an_env_app_on_loopback() -> None:
 
 
 def test_serve_rejects_a_bad_app_path() -> None:
-    proc = _run(["serve", "not_an_import_path"])
+    proc = run_cli(["serve", "not_an_import_path"])
     assert proc.returncode == 2 and "package.module:attribute" in proc.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_helpers import cli, read_until, start, stop
+from cli_runs import cli, cli_env, read_until, run_cli, start_cli, stop
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -62,7 +62,9 @@ def greeting(url: str) -> str | None:
 
 def test_serve_imports_my_env_from_the_current_folder(tmp_path: Path) -> None:
     write_env(tmp_path)
-    proc = start(["serve", "my_env:app", "--port", "0"], cwd=tmp_path)
+    proc = start_cli(
+        ["serve", "my_env:app", "--port", "0"], tmp_path, cli_env(PYTHONUNBUFFERED="1")
+    )
     try:
         lines = read_until(proc, "Ctrl-C stops")
         url = served_url(lines)
@@ -86,7 +88,9 @@ def test_serve_imports_my_env_from_the_current_folder(tmp_path: Path) -> None:
 
 def test_serve_reload_picks_up_an_edit(tmp_path: Path) -> None:
     path = write_env(tmp_path)
-    proc = start(["serve", "my_env:app", "--port", "0", "--reload"], cwd=tmp_path)
+    proc = start_cli(
+        ["serve", "my_env:app", "--port", "0", "--reload"], tmp_path, cli_env(PYTHONUNBUFFERED="1")
+    )
     try:
         lines = read_until(proc, "Ctrl-C stops")
         assert f"reloading when a .py file under {tmp_path.resolve()} changes" in "\n".join(lines)
@@ -107,9 +111,7 @@ def test_serve_reload_picks_up_an_edit(tmp_path: Path) -> None:
 
 
 def test_serve_names_a_module_it_cannot_find(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        cli() + ["serve", "not_here:app"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    proc = run_cli(["serve", "not_here:app"], tmp_path, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "no module 'not_here'" in proc.stderr and "--app-dir" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -151,13 +153,7 @@ def test_serve_names_what_is_wrong_before_any_banner(
     (package / "server" / "__init__.py").write_text("")
     write_env(package / "server").rename(package / "server" / "app.py")
     (package / "broken.py").write_text("x = 1 / 0\n")
-    proc = subprocess.run(
-        cli() + ["serve", target, "--port", "0"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli(["serve", target, "--port", "0"], tmp_path, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "serving" not in proc.stdout and "playground" not in proc.stdout, proc.stdout
     err = proc.stderr.strip()

@@ -226,16 +226,9 @@ def test_replay_plays_exactly_the_text_the_env_received(tmp_path: Path) -> None:
 def test_eval_into_a_pipe_prints_no_progress_bars(countdown_run: Path) -> None:
     """Piped (a CI log, ``| tee``): the tables and paths, no "Loading weights: 100%|..." bars
     (issue 36)."""
-    import subprocess
-
-    from cli_helpers import cli
+    from cli_runs import run_cli
 
     for extra in (["--episodes", "4"], ["--k", "1", "--tasks", "1"]):
-        done = subprocess.run(
-            cli() + ["eval", str(countdown_run / "model"), *extra],
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+        done = run_cli(["eval", str(countdown_run / "model"), *extra], timeout=240)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "it/s" not in done.stderr + done.stdout and "%|" not in done.stderr, done.stderr

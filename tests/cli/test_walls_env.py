@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import cli
+from cli_runs import run_cli
 
 from openenv_train.cli.env_build import LOCAL_BASE_IMAGE, local_base_image
 from openenv_train.recipes.grpo_text.config import parse_config
@@ -18,23 +18,8 @@ from openenv_train.recipes.grpo_text.config import parse_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(
-    args: list[str], cwd: Path, timeout: float = 600, **env: str
-) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        cli() + args,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **env},
-    )
-
-
 def test_init_next_steps_work_after_the_cd_they_suggest(tmp_path: Path) -> None:
-    proc = run(["init", "nim", "--dir", "games"], tmp_path, timeout=60)
+    proc = run_cli(["init", "nim", "--dir", "games"], tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stderr.split())
     assert "cd games/nim && python -m pytest tests" in text
@@ -55,7 +40,7 @@ def test_a_missing_image_at_train_is_one_line(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "configs" / "grpo_text_countdown.yaml").read_text())
     data["env"] = {"runtime": "docker", "image": "openenv-train-test/no_such_env:none"}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
-    proc = run(["train", "c.yaml"], tmp_path, timeout=300)
+    proc = run_cli(["train", "c.yaml"], tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert "no_such_env" in proc.stderr and "openenv-train build" in proc.stderr
@@ -69,7 +54,7 @@ def test_build_without_base_image_uses_the_local_one(tmp_path: Path) -> None:
     # the scaffold in-process (init's own output is checked above); the build through the CLI
     assert main(["init", "walls_base", "--dir", str(tmp_path)]) == 0
     tag = "openenv-train-test/walls_base:latest"
-    proc = run(["build", str(tmp_path / "walls_base"), "--tag", tag], tmp_path)
+    proc = run_cli(["build", str(tmp_path / "walls_base"), "--tag", tag], tmp_path)
     try:
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert f"built {tag}" in proc.stdout
@@ -86,7 +71,7 @@ def test_eval_from_another_folder_is_one_line(tmp_path: Path) -> None:
     data = {"recipe": "grpo_text", "name": "nim"}
     data["env"] = {"app": "nim_walls.server.app:app", "spec": "nim_walls.text_spec:NimSpec"}
     (run_dir / "config.json").write_text(json.dumps(data))
-    proc = run(["eval", str(run_dir / "model")], tmp_path, timeout=120)
+    proc = run_cli(["eval", str(run_dir / "model")], tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "nim_walls" in proc.stderr
     assert "from the folder you trained in" in proc.stderr
@@ -96,7 +81,7 @@ def test_a_hub_model_offline_fails_at_once(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "configs" / "grpo_text_countdown.yaml").read_text())
     data["model"] = {"path": "walls-test/not-cached-model", "hub": True}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(data))
-    proc = run(["train", "c.yaml"], tmp_path, timeout=120, HF_HUB_OFFLINE="1")
+    proc = run_cli(["train", "c.yaml"], tmp_path, timeout=120, HF_HUB_OFFLINE="1")
     assert proc.returncode == 2, proc.stderr[-3000:]
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err

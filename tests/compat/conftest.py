@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "recipes"))  # recipes_helpers
 sys.path.insert(0, str(TESTS / "client"))  # client_servers, oe_apps (OpenEnv 0.10's server)
 
 from client_servers import serve  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from recipes_helpers import ROOT, run_cli
+from cli_runs import ROOT, run_cli
 
 from openenv_train.runtime import LocalProcessProvider
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import subprocess
-import sys
 
 import httpx
 import pytest
+from cli_runs import run_cli
 
 from openenv_train.catalog import (
     BrokenEnvEntryError,
@@ -48,9 +48,7 @@ def test_a_family_whose_entry_is_not_an_env_entry_is_reported() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "openenv_train", *args], capture_output=True, text=True, timeout=300
-    )
+    return run_cli(list(args), timeout=300)
 
 
 def test_envs_command_lists_every_family_member_with_its_schema() -> None:

@@ -11,20 +11,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import psutil
 import pytest
 import yaml
+from cli_runs import ROOT, run_cli, start_cli
 from proc_checks import alive
 from server_helpers import wait_until
 
 from openenv_train.recipes.forge_grpo_blackjack.config import parse_config
 from openenv_train.training.config import ConfigError
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(600)
@@ -47,15 +43,7 @@ def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) ->
             }
         )
     )
-    cli = Path(sys.executable).parent / "openenv-train"
-    proc = subprocess.Popen(
-        [str(cli), "train", str(config)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group, like a terminal's foreground job
-    )
+    proc = start_cli(["train", str(config)], ROOT)  # its own group: a terminal's foreground job
     lines = []
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -87,13 +75,7 @@ def test_ctrl_c_saves_stops_everything_quietly_and_resume_continues(tmp_path) ->
     assert (run_dir / "model" / "config.json").is_file() and (run_dir / "curve.png").is_file()
 
     target = first["steps"] + 2
-    done = subprocess.run(
-        [str(cli), "train", str(config), "--resume", "--max-steps", str(target)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_cli(["train", str(config), "--resume", "--max-steps", str(target)], timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     second = json.loads((run_dir / "summary.json").read_text())
     assert second["steps"] == target and second["resumed"] and not second["interrupted"]

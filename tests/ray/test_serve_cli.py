@@ -4,26 +4,20 @@ cluster): URLs printed and serving, and Ctrl-C stops every process it started.""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
+from cli_runs import cli
 from processes import default_stop_signals
 from ray_helpers import APP, wait_gone
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli() -> list[str]:
-    exe = shutil.which("openenv-train", path=str(Path(sys.executable).parent))
-    return [exe] if exe else [sys.executable, "-m", "openenv_train.cli.main"]
 
 
 def start_serving(replicas: int = 2) -> tuple[subprocess.Popen[str], list[str], list[int]]:
@@ -40,7 +34,7 @@ def start_serving(replicas: int = 2) -> tuple[subprocess.Popen[str], list[str], 
         "0.25",
     ]
     proc = subprocess.Popen(
-        _cli() + args,
+        cli() + args,
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -102,7 +96,7 @@ def test_a_killed_serve_leaves_nothing_behind() -> None:
 
 def test_serve_on_ray_rejects_a_non_loopback_host() -> None:
     proc = subprocess.run(
-        _cli() + ["serve", APP, "--runtime", "ray", "--host", "0.0.0.0"],
+        cli() + ["serve", APP, "--runtime", "ray", "--host", "0.0.0.0"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-from recipes_helpers import cli, cli_env, run_cli
+from cli_runs import run_cli, start_cli
 
 
 def _rows(run: Path) -> list[dict]:
@@ -33,14 +32,7 @@ eval: {{every: 2, episodes: 8, periodic_episodes: 8}}
 """
     )
     run = tmp_path / "runs" / "stopped"
-    proc = subprocess.Popen(
-        [*cli(), "train", str(cfg)],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(["train", str(cfg)], cwd=tmp_path, merge_stderr=False)
     try:
         deadline = time.monotonic() + 240
         while not any(r["kind"] == "eval" and r["step"] > 0 for r in _rows(run)):

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import yaml
-from recipes_helpers import ROOT, run_cli
+from cli_runs import ROOT, run_cli
 
 SCAFFOLD_REWARD = "reward=float(self._total)"
 GAME_REWARD = "reward=(1.0 if self._total == self._target else -1.0) if done else 0.0"

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 from types import SimpleNamespace
 
-from recipes_helpers import ROOT
+from cli_runs import ROOT
 
 from openenv_train.training import RichProgressCallback
 from openenv_train.training.callbacks import LogProgressCallback

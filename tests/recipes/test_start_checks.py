@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from recipes_helpers import run_cli
+from cli_runs import run_cli
 
 from openenv_train.recipes.grpo_blackjack.config import parse_config as parse_blackjack
 from openenv_train.recipes.grpo_text.config import parse_config as parse_text

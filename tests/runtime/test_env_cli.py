@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from cli_runs import run_cli
 from ports import free_port
 from processes import default_stop_signals
 from rt_containers import BASE_IMAGE, IMAGE_PREFIX, ROOT, engine_client
@@ -25,15 +25,7 @@ NAME = "my_counter"
 
 
 def cli(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 600):
-    exe = shutil.which("openenv-train", path=str(Path(sys.executable).parent))
-    return subprocess.run(
-        [exe, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    return run_cli(list(args), cwd, timeout, **(env or {}))
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,12 @@ them at the end, on Ctrl-C and on a crash (checked by the owner's label after it
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import CliProcess, start_cli
 from rt_containers import ROOT, engine_client
 
 from openenv_train.runtime import container_engine as ce
@@ -35,16 +33,8 @@ eval: {{hands: 50, every: 1, periodic_hands: 20}}
     return cfg
 
 
-def train(cfg: Path) -> subprocess.Popen[str]:
-    exe = shutil.which("openenv-train", path=str(Path(sys.executable).parent))
-    return subprocess.Popen(
-        [exe, "train", str(cfg)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"},
-    )
+def train(cfg: Path) -> CliProcess:
+    return start_cli(["train", str(cfg)], ROOT, merge_stderr=False)
 
 
 def left_by(pid: int) -> list[str]:

@@ -72,3 +72,74 @@ def test_a_server_that_exits_by_itself_reports_its_exit_code() -> None:
         assert proc.wait(timeout=10) == -9 and not p.running
     finally:
         p.stop()
+
+
+PROGRAM = """\
+import os, sys, time
+
+def main():
+    print(sys.argv[0], sys.argv[1:], sys.path[0] == os.environ["WANT_PATH0"], os.getcwd())
+    print("from stdin:", sys.stdin.read().strip(), "| env:", os.environ["Z_MARK"])
+    print("to stderr", file=sys.stderr)
+    print("session leader:", os.getsid(0) == os.getpid())
+    return int(sys.argv[1])
+
+def says_why():
+    sys.exit("a message, as sys.exit('...') prints it")
+
+def interrupted():
+    raise KeyboardInterrupt
+"""
+
+
+@pytest.fixture
+def program_zygote(tmp_path: Path):
+    """A zygote that preloads nothing of ours but ``json``; the program's module is written after
+    it started (a forked copy imports it as a fresh interpreter would)."""
+    import subprocess
+
+    from openenv_train.runtime.zygote import Zygote
+
+    zygote = Zygote(subprocess.Popen, preload=("json",))
+    assert zygote.wait_ready(60)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "zprog.py").write_text(PROGRAM)
+    yield zygote, tmp_path
+    zygote.close()
+
+
+def _run(zygote, tmp_path: Path, function: str, *argv: str, stdin: bytes = b""):
+    out, err, given = tmp_path / "out", tmp_path / "err", tmp_path / "in"
+    given.write_bytes(stdin)
+    fds = [os.open(given, os.O_RDONLY), os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+           os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)]  # fmt: skip
+    path0 = str(tmp_path / "bin")
+    env = {"PATH": os.environ["PATH"], "Z_MARK": "m", "WANT_PATH0": path0}
+    try:
+        forked = zygote.run(f"zprog:{function}", ["/x/bin/zprog", *argv], env, str(tmp_path),
+                            fds, path0=path0)  # fmt: skip
+    finally:
+        for fd in fds:
+            os.close(fd)
+    code = forked.wait(timeout=30)
+    return code, out.read_text(), err.read_text()
+
+
+def test_a_console_script_forked_from_a_zygote_is_what_the_script_would_be(program_zygote) -> None:
+    zygote, tmp_path = program_zygote
+    code, out, err = _run(zygote, tmp_path, "main", "3", stdin=b"hello")
+    assert code == 3, err
+    assert out.splitlines() == [
+        f"/x/bin/zprog ['3'] True {tmp_path}",  # argv, the script's folder first, the cwd
+        "from stdin: hello | env: m",
+        "session leader: True",
+    ]
+    assert err == "to stderr\n"
+
+
+def test_a_forked_script_ends_as_an_interpreter_would(program_zygote) -> None:
+    zygote, tmp_path = program_zygote
+    code, _, err = _run(zygote, tmp_path, "says_why")
+    assert code == 1 and err == "a message, as sys.exit('...') prints it\n"
+    code, _, err = _run(zygote, tmp_path, "interrupted")
+    assert code == -2 and "KeyboardInterrupt" in err  # killed by SIGINT, traceback printed

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import httpx
 import pytest
 from blackjack_env.models import BlackjackAction, BlackjackObservation, BlackjackState
 from blackjack_env.server.environment import BlackjackEnvironment
+from cli_runs import start_cli
 from ports import free_port
 from server_helpers import wait_until
 
@@ -155,12 +154,7 @@ def _playground_sample() -> list[str]:
 def test_every_catalog_env_gets_a_form_from_openenv_train_serve(name: str, page: Any) -> None:
     """`openenv-train serve` turns the page on for loopback; no env-specific code draws it."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "openenv_train", "serve", get_entry(name).app, "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_cli(["serve", get_entry(name).app, "--port", str(port)])
     try:
         url = f"http://127.0.0.1:{port}"
         # a bounded wait: verifiers' envs import their library at start, over 60 s in a CI run
