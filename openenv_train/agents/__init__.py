@@ -8,8 +8,9 @@ model: it batches every agent's calls into our policy and records them token-exa
 (``openenv_train.training.make_agent_rollout_func`` wraps it for TRL); ``evaluate_agent`` reports
 a pass rate.
 
-Names load on first use: the reference agent runs this package's ``react_agent`` as a
-fresh process every episode, which must not pay for the proxy and server imports.
+Names load on first use: the reference agent runs this package's ``react_agent`` in a process
+of its own every episode (forked from a zygote that imported its SDKs, or a fresh interpreter),
+which must not pay for the proxy and server imports.
 """
 
 from __future__ import annotations

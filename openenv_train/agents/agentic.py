@@ -39,6 +39,7 @@ from .errors import HarnessError as HarnessError
 from .errors import HarnessNotRunningError as HarnessNotRunningError
 from .errors import HarnessStartupError as HarnessStartupError
 from .errors import HarnessTurnTimeoutError as HarnessTurnTimeoutError
+from .forked_program import ForkedProgram, start_forked
 
 
 class HarnessEventType(str, Enum):
@@ -68,7 +69,12 @@ class HarnessResponse(BaseModel):
 
 @dataclass
 class HarnessConfig:
-    """How to run a harness program. ``env_vars`` are added to the program's environment."""
+    """How to run a harness program. ``env_vars`` are added to the program's environment.
+
+    ``preload``: for a ``python_command`` program, the modules it imports before it is ready;
+    each start then forks from a process that imported them once (``forked_program``), instead
+    of a fresh interpreter importing them every episode. Empty: a fresh interpreter each time.
+    """
 
     name: str
     command: list[str]
@@ -77,6 +83,7 @@ class HarnessConfig:
     startup_timeout_s: float = 30.0
     turn_timeout_s: float = 300.0
     stop_grace_s: float = 3.0
+    preload: tuple[str, ...] = ()
 
 
 class AgenticHarnessAdapter(ABC):
@@ -141,7 +148,7 @@ class ProcessHarnessAdapter(AgenticHarnessAdapter):
 
     def __init__(self, config: HarnessConfig) -> None:
         super().__init__(config)
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: asyncio.subprocess.Process | ForkedProgram | None = None
         self._stderr: deque[str] = deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
         self._tool_env: dict[str, str] = {}
@@ -159,16 +166,19 @@ class ProcessHarnessAdapter(AgenticHarnessAdapter):
         await self.stop()
         cfg = self.config
         env = {**os.environ, **cfg.env_vars, **self._tool_env, "PYTHONUNBUFFERED": "1"}
+        cwd = os.path.abspath(working_directory or cfg.working_directory)
+        limit = 16 * 1024 * 1024  # one event line
         try:
-            self._proc = await asyncio.create_subprocess_exec(
+            forked = await start_forked(cfg.command, cfg.preload, env, cwd, limit)
+            self._proc = forked or await asyncio.create_subprocess_exec(
                 *cfg.command,
-                cwd=working_directory or cfg.working_directory,
+                cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                limit=16 * 1024 * 1024,
+                limit=limit,
             )
         except OSError as exc:
             raise HarnessStartupError(
@@ -268,7 +278,7 @@ class ProcessHarnessAdapter(AgenticHarnessAdapter):
             )
         return data
 
-    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read_stderr(self, proc: asyncio.subprocess.Process | ForkedProgram) -> None:
         assert proc.stderr is not None
         while line := await proc.stderr.readline():
             self._stderr.append(line.decode(errors="replace"))

@@ -18,6 +18,10 @@ from typing import Any
 
 from ..core.tool_schema import tools_to_openai
 
+#: what it imports before it is ready (``HarnessConfig.preload``: each start forks from a process
+#: that imported them once, instead of importing them again)
+PRELOAD = ("openai", "mcp", "mcp.client.streamable_http", "openenv_train.core.tool_schema")
+
 SYSTEM = (
     "You are an agent with tools. Call a tool with "
     '<tool_call>{"name": ..., "arguments": {...}}</tool_call>; answer in plain text when done.'

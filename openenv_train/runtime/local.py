@@ -34,7 +34,7 @@ _SPAWNER = concurrent.futures.ThreadPoolExecutor(
 )
 
 
-def _popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+def popen_on_spawner(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen`` on the spawner thread (see ``_SPAWNER``)."""
     return _SPAWNER.submit(subprocess.Popen, *args, **kwargs).result()
 
@@ -189,7 +189,7 @@ class LocalProcessProvider(Provider):
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
         try:
             with sock:
-                self._proc = self._forked(args, env, sock.fileno(), fd) or _popen(
+                self._proc = self._forked(args, env, sock.fileno(), fd) or popen_on_spawner(
                     [self.python, "-m", LAUNCH, *args],
                     stdin=subprocess.DEVNULL,
                     stdout=fd,
@@ -209,7 +209,7 @@ class LocalProcessProvider(Provider):
     def _forked(self, args: list[str], env: dict[str, str], sock_fd: int, log_fd: int) -> Any:
         """The server forked from this process's zygote (``runtime.zygote``), or None where this
         interpreter has none (another ``python``, forking turned off, the zygote failed)."""
-        zygote = zygote_for(_popen) if self.python == sys.executable else None
+        zygote = zygote_for(popen_on_spawner) if self.python == sys.executable else None
         if zygote is None:
             return None
         try:

@@ -144,9 +144,10 @@ class Zygote:
         stdio: Sequence[int],
         path0: str | None = None,
     ) -> ForkedProcess:
-        """Fork what a console script for ``entry`` (``module:function``) would be: ``argv``
-        (``argv[0]`` the script's path), ``stdio`` as its descriptors 0 to 2, ``path0`` first on
-        ``sys.path`` (the script's folder; the working folder when None, as ``python -m``)."""
+        """Fork what a console script for ``entry`` (``module:function``) would be, or
+        ``python -m entry`` (a module name alone): ``argv`` (``argv[0]`` the script's path),
+        ``stdio`` as its descriptors 0 to 2, ``path0`` first on ``sys.path`` (the script's
+        folder; the working folder when None, as ``python -m``)."""
         request = {"entry": entry, "argv": list(argv), "env": dict(env), "cwd": cwd}
         return self._fork({**request, "path0": path0 or cwd}, stdio)
 
@@ -204,30 +205,35 @@ class Zygote:
             self._proc.wait(timeout=5)
 
 
-_zygotes: dict[int, Zygote | None] = {}  # by owner pid: a forked copy of the owner starts its own
+#: by owner pid (a forked copy of the owner starts its own) and preloaded modules
+_zygotes: dict[tuple[int, tuple[str, ...]], Zygote | None] = {}
 _zygotes_lock = threading.Lock()
 
 
-def zygote_for(popen: Callable[..., subprocess.Popen[bytes]]) -> Zygote | None:
-    """This process's zygote (started on first use, with this interpreter), or None where
-    forking is off or the zygote could not start (the caller then starts a fresh interpreter)."""
+def zygote_for(
+    popen: Callable[..., subprocess.Popen[bytes]], preload: Sequence[str] = PRELOAD
+) -> Zygote | None:
+    """This process's zygote that imports ``preload`` (started on first use, with this
+    interpreter), or None where forking is off or the zygote could not start (the caller then
+    starts a fresh interpreter)."""
     if not enabled() or not hasattr(socket, "send_fds"):
         return None
+    key = (os.getpid(), tuple(preload))
     with _zygotes_lock:
-        if os.getpid() in _zygotes:
-            zygote = _zygotes[os.getpid()]
+        if key in _zygotes:
+            zygote = _zygotes[key]
             if zygote is None or zygote.alive:
                 return zygote
         zygote = None
         try:
-            zygote = Zygote(popen)
+            zygote = Zygote(popen, preload)
             ready = zygote.wait_ready(60.0)
         except OSError:
             ready = False
         if zygote is not None and not ready:
             zygote.close()
             zygote = None
-        _zygotes[os.getpid()] = zygote
+        _zygotes[key] = zygote
         return zygote
 
 
@@ -280,10 +286,19 @@ def _run_entry(request: dict[str, Any], stdio: list[int]) -> None:
         for stream in (sys.stdout, sys.stderr):
             with suppress(Exception):
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
-    _enter(request, request["path0"])
-    sys.argv = list(request["argv"])
     module, _, function = request["entry"].partition(":")
-    _finish(lambda: getattr(importlib.import_module(module), function)())
+
+    def program() -> Any:
+        _enter(request, request["path0"])  # a missing folder fails here, as a traceback
+        sys.argv = list(request["argv"])
+        if function:
+            return getattr(importlib.import_module(module), function)()
+        import runpy  # ``python -m module``: it runs as ``__main__``, ``sys.argv[0]`` its file
+
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+
+    _finish(program)
 
 
 def _stdio(fds: list[int]) -> None:

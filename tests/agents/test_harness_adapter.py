@@ -6,6 +6,7 @@ import sys
 
 import psutil
 import pytest
+from processes import is_zygote
 
 from openenv_train.agents.agentic import (
     HarnessConfig,
@@ -15,6 +16,7 @@ from openenv_train.agents.agentic import (
     HarnessStartupError,
     HarnessTurnTimeoutError,
     ProcessHarnessAdapter,
+    python_command,
 )
 from openenv_train.core.errors import InfrastructureError
 
@@ -37,17 +39,30 @@ for line in sys.stdin:
 """
 
 
-def adapter(script: str, **cfg) -> ProcessHarnessAdapter:
-    return ProcessHarnessAdapter(
-        HarnessConfig(name="t", command=[sys.executable, "-c", script], **cfg)
-    )
+@pytest.fixture(params=["fresh", "forked"])
+def adapter(request, tmp_path):
+    """A program given as ``python -c`` (a fresh interpreter each start), or as ``python -m`` with
+    ``preload`` (forked from this process's zygote for it): the adapter behaves the same."""
+
+    def make(script: str, **cfg) -> ProcessHarnessAdapter:
+        if request.param == "fresh":
+            command = [sys.executable, "-c", script]
+        else:
+            (tmp_path / "harness_prog.py").write_text(script)
+            command = python_command("harness_prog")
+            cfg |= {"working_directory": str(tmp_path), "preload": ("json",)}
+        return ProcessHarnessAdapter(HarnessConfig(name="t", command=command, **cfg))
+
+    make.forked = request.param == "forked"  # type: ignore[attr-defined]
+    return make
 
 
-async def test_turns_events_and_idempotent_stop():
+async def test_turns_events_and_idempotent_stop(adapter):
     a = adapter(ECHO)
     await a.start()
     pid = a.pid
     assert await a.is_alive()
+    assert is_zygote(psutil.Process(pid).parent()) == adapter.forked
     events = [e async for e in a.send_message_streaming("hi")]
     assert [e.type for e in events] == [
         HarnessEventType.TEXT_OUTPUT,
@@ -74,7 +89,7 @@ async def test_turns_events_and_idempotent_stop():
         ("import time; time.sleep(30)", "did not report ready within 0.5s"),
     ],
 )
-async def test_startup_errors_are_typed(script, match):
+async def test_startup_errors_are_typed(adapter, script, match):
     a = adapter(script, startup_timeout_s=0.5)
     with pytest.raises(HarnessStartupError, match=match) as info:
         await a.start()
@@ -82,7 +97,7 @@ async def test_startup_errors_are_typed(script, match):
     assert not await a.is_alive()
 
 
-async def test_turn_timeout_crash_and_protocol_errors():
+async def test_turn_timeout_crash_and_protocol_errors(adapter):
     a = adapter(ECHO)
     await a.start()
     pid = a.pid

@@ -11,6 +11,7 @@ from chatml import chatml_tokenizer
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from notes_env import HarnessAction, NotesClient, NotesEnv, notes_task, scripted_answer
+from processes import excluding_zygotes
 from server_helpers import wait_until
 
 from openenv_train.agents.agentic import HarnessCrashedError, HarnessNotRunningError
@@ -73,7 +74,7 @@ async def test_a_harness_crash_is_an_error_never_a_reward(notes_server, serve_pr
         with pytest.raises(EnvServerError, match="HarnessNotRunningError"):
             await env.step(HarnessAction(message="before reset"))
         await env.reset(seed=1, llm_base_url="http://127.0.0.1:9/v1")
-        agents = psutil.Process(serve_provider_pid).children(recursive=True)
+        agents = excluding_zygotes(psutil.Process(serve_provider_pid).children(recursive=True))
         assert len(agents) == 1  # this session's agent process
         agents[0].kill()
         agents[0].wait(10)
@@ -86,7 +87,10 @@ async def test_a_harness_crash_is_an_error_never_a_reward(notes_server, serve_pr
     # closing the session stopped the agent: nothing left behind
     server = psutil.Process(serve_provider_pid)
     await asyncio.to_thread(
-        wait_until, lambda: not server.children(recursive=True), 15, "agent stopped"
+        wait_until,
+        lambda: not excluding_zygotes(server.children(recursive=True)),
+        15,
+        "agent stopped",
     )
 
 

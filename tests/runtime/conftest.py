@@ -10,7 +10,7 @@ import time
 
 import psutil
 import pytest
-from processes import exited, is_forked_server, is_zygote
+from processes import excluding_zygotes, exited
 from rt_containers import BASE_IMAGE, ENGINES, IMAGE_PREFIX, ROOT, engine_client, ours
 
 from openenv_train.runtime import container_engine as ce
@@ -57,10 +57,7 @@ def no_leaks():
     deadline = time.monotonic() + 5  # a child being reaped right now may take a moment
     while True:
         extra = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
-        # the zygote lives as long as this process, by design; its servers count like any child
-        extra = [
-            p for p in extra if not exited(p.pid) and (is_forked_server(p) or not is_zygote(p))
-        ]
+        extra = [p for p in excluding_zygotes(extra) if not exited(p.pid)]
         if not extra or time.monotonic() > deadline:
             break
         time.sleep(0.1)

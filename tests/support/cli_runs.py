@@ -118,24 +118,15 @@ class CliProcess:
         return out.get(0, ""), out.get(1, "")
 
 
-_zygotes: dict[int, tuple[zygote.Zygote, dict[str, str]] | None] = {}
-_lock = threading.Lock()
+_zygote_env: dict[int, dict[str, str]] = {}  # by pid: what this process's CLI zygote imported under
 
 
 def _cli_zygote() -> tuple[zygote.Zygote, dict[str, str]] | None:
     """This process's CLI zygote and the environment it imported under (None where it could
     not start: runs are fresh interpreters then)."""
-    with _lock:
-        got = _zygotes.get(os.getpid())
-        if got is not None and got[0].alive:
-            return got
-        env = cli_env()  # what most runs are given: their imports read the same
-        started: zygote.Zygote | None = zygote.Zygote(partial(subprocess.Popen, env=env), PRELOAD)
-        if not started.wait_ready(180.0):
-            started.close()
-            started = None
-        _zygotes[os.getpid()] = got = (started, env) if started is not None else None
-        return got
+    env = _zygote_env.setdefault(os.getpid(), cli_env())  # what most runs are given
+    started = zygote.zygote_for(partial(subprocess.Popen, env=env), PRELOAD)
+    return None if started is None else (started, env)
 
 
 def _forkable(env: Mapping[str, str], fresh: bool) -> tuple[zygote.Zygote, dict[str, str]] | None:

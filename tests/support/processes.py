@@ -63,10 +63,20 @@ def is_zygote(p: psutil.Process) -> bool:
         return False
 
 
+def excluding_zygotes(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """``processes`` without the zygotes themselves (they live as long as their owner, by
+    design); what a zygote forked (a server, an agent, a CLI run) stays."""
+    return [p for p in processes if is_forked_server(p) or not is_zygote(p)]
+
+
 def is_forked_server(p: psutil.Process) -> bool:
-    """Whether ``p`` is a server forked from a zygote (not the zygote itself)."""
+    """Whether ``p`` was forked from a zygote (a server, an agent, a CLI run), not a zygote
+    itself: a copy keeps its zygote's command line, whose ``--parent-pid`` names the zygote's
+    owner, while a zygote's names its own parent."""
     try:
-        parent = p.parent()
-        return is_zygote(p) and parent is not None and is_zygote(parent)
-    except psutil.Error:
+        cmdline = p.cmdline()
+        if "openenv_train.runtime.zygote" not in cmdline:
+            return False
+        return int(cmdline[cmdline.index("--parent-pid") + 1]) != p.ppid()
+    except (psutil.Error, ValueError, IndexError):
         return False

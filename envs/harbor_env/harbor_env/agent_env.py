@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from openenv_train import tool
+from openenv_train.agents import react_agent
 from openenv_train.agents.agentic import HarnessConfig, ProcessHarnessAdapter, python_command
 from openenv_train.agents.harness_env import HarnessAction, HarnessEnvironment, HarnessObservation
 
@@ -27,6 +28,7 @@ def react_adapter() -> ProcessHarnessAdapter:
     config = HarnessConfig(
         name="react",
         command=python_command("openenv_train.agents.react_agent"),
+        preload=react_agent.PRELOAD,
         env_vars={
             "REACT_MAX_STEPS": os.environ.get("HARBOR_AGENT_MAX_STEPS", "8"),
             "REACT_MAX_TOKENS": os.environ.get("HARBOR_AGENT_MAX_TOKENS", "128"),

@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 
 from openenv_train import tool
+from openenv_train.agents import react_agent
 from openenv_train.agents.agentic import (
     HarnessConfig,
     HarnessResponse,
@@ -54,6 +55,7 @@ def react_adapter() -> ProcessHarnessAdapter:
     config = HarnessConfig(
         name="react",
         command=python_command("openenv_train.agents.react_agent"),
+        preload=react_agent.PRELOAD,
         env_vars={
             "REACT_MAX_STEPS": os.environ.get("NOTES_MAX_STEPS", "6"),
             "REACT_MAX_TOKENS": os.environ.get("NOTES_MAX_TOKENS", "128"),
