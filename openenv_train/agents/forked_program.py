@@ -13,12 +13,15 @@ folder, its own session), with pipes for stdio. :class:`ForkedProgram` offers wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..runtime.local import popen_on_spawner
-from ..runtime.zygote import ForkedProcess, zygote_for
+from ..runtime.zygote import ForkedProcess, Zygote, zygote_for
 
 
 def python_module(command: Sequence[str]) -> str | None:
@@ -73,14 +76,48 @@ async def start_forked(
     if zygote is None:
         return None
     loop = asyncio.get_running_loop()
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    pending = loop.run_in_executor(None, _fork, zygote, module, command, env, cwd)
+    try:
+        got = await asyncio.shield(pending)
+    except asyncio.CancelledError:  # the fork goes on in its thread: undo it when it is done
+        pending.add_done_callback(_discard)
+        raise
+    if got is None:
+        return None
+    forked, (in_w, out_r, err_r) = got
+    files = [os.fdopen(out_r, "rb", 0), os.fdopen(err_r, "rb", 0), os.fdopen(in_w, "wb", 0)]
+    transports: list[asyncio.BaseTransport] = []
+    readers = [asyncio.StreamReader(limit=limit, loop=loop) for _ in range(2)]
+    try:
+        for reader, file in zip(readers, files[:2], strict=True):
+            transport, _ = await loop.connect_read_pipe(
+                lambda r=reader: asyncio.StreamReaderProtocol(r, loop=loop), file
+            )
+            transports.append(transport)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.streams.FlowControlMixin(loop=loop), files[2]
+        )
+    except BaseException:  # cancelled while wiring the pipes: nothing may be left running
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(forked.pid, signal.SIGKILL)
+        for transport in transports:
+            transport.close()
+        for file in files[len(transports) :]:
+            file.close()
+        raise
+    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    return ForkedProgram(forked, stdin, readers[0], readers[1])
+
+
+def _fork(
+    zygote: Zygote, module: str, command: Sequence[str], env: Mapping[str, str], cwd: str
+) -> tuple[ForkedProcess, tuple[int, int, int]] | None:
+    """Fork the program with three new pipes as its stdio; our ends of them (stdin's write end,
+    stdout's and stderr's read ends), or None (then nothing is left open)."""
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe(), os.pipe()
     forked: ForkedProcess | None = None
     try:
-        forked = await asyncio.to_thread(
-            zygote.run, module, [module, *command[3:]], env, cwd, [in_r, out_w, err_w]
-        )
+        forked = zygote.run(module, [module, *command[3:]], env, cwd, [in_r, out_w, err_w])
     except OSError:
         pass  # a fresh interpreter then
     finally:
@@ -90,15 +127,15 @@ async def start_forked(
         for fd in (in_w, out_r, err_r):
             os.close(fd)
         return None
-    readers = []
-    for fd in (out_r, err_r):
-        reader = asyncio.StreamReader(limit=limit, loop=loop)
-        await loop.connect_read_pipe(
-            lambda r=reader: asyncio.StreamReaderProtocol(r, loop=loop), os.fdopen(fd, "rb", 0)
-        )
-        readers.append(reader)
-    transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.streams.FlowControlMixin(loop=loop), os.fdopen(in_w, "wb", 0)
-    )
-    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
-    return ForkedProgram(forked, stdin, readers[0], readers[1])
+    return forked, (in_w, out_r, err_r)
+
+
+def _discard(done: asyncio.Future[Any]) -> None:
+    """A fork whose start was cancelled: stop the program and close our ends of its pipes."""
+    got = None if done.cancelled() or done.exception() else done.result()
+    if got is not None:
+        forked, fds = got
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(forked.pid, signal.SIGKILL)
+        for fd in fds:
+            os.close(fd)

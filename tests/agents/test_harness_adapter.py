@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import psutil
@@ -113,3 +114,49 @@ async def test_turn_timeout_crash_and_protocol_errors(adapter):
     with pytest.raises(HarnessCrashedError, match="not a JSON event"):
         await a.send_message("junk")
     await a.stop()
+
+
+async def test_a_start_cancelled_anywhere_leaves_no_program(adapter, monkeypatch):
+    """Cancelled at any point of ``start`` (a reset's deadline), the program is stopped; a forked
+    one whose fork was still under way in its thread is killed once it is done, its pipes closed
+    (a slowed-down fork puts the cancel there for sure)."""
+    import asyncio
+    import time
+
+    from processes import excluding_zygotes
+    from server_helpers import wait_until
+
+    from openenv_train.runtime.zygote import Zygote
+
+    warm = adapter(ECHO)
+    await warm.start()  # the zygote is up: the cancels below land in the start itself
+    await warm.stop()
+    run = Zygote.run
+
+    forks = {"started": 0, "done": 0}
+
+    def slow_run(*args, **kwargs):
+        forks["started"] += 1
+        time.sleep(0.3)
+        try:
+            return run(*args, **kwargs)
+        finally:
+            forks["done"] += 1
+
+    monkeypatch.setattr(Zygote, "run", slow_run)
+    for delay in (0.0, 0.01, 0.1, 0.5):
+        a = adapter(ECHO)
+        task = asyncio.ensure_future(a.start())
+        await asyncio.sleep(delay)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await a.stop()
+
+        def none_left() -> bool:  # once every fork begun has ended (a cancel does not stop it)
+            children = psutil.Process().children(recursive=True)
+            return forks["done"] == forks["started"] and not excluding_zygotes(children)
+
+        await asyncio.to_thread(
+            wait_until, none_left, 10, f"no program left (cancelled at {delay})"
+        )
