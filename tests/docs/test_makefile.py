@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from processes import gone
+from processes import default_stop_signals, gone
 from server_helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +70,7 @@ def test_ctrl_c_on_make_test_stops_the_background_vllm_suite_too(tmp_path: Path)
         env=env,
         stdout=subprocess.DEVNULL,
         start_new_session=True,  # its own process group, like a terminal's foreground job
+        preexec_fn=default_stop_signals,  # Ctrl-C as at a terminal, however pytest was started
     )
     pid_files = [tmp_path / "test-vllm", tmp_path / "test-main"]
     wait_until(lambda: all(f.is_file() and f.read_text().strip() for f in pid_files), 30, "both")

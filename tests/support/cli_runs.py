@@ -28,6 +28,8 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
+from processes import default_stop_signals
+
 from openenv_train.runtime import zygote
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +127,9 @@ def _cli_zygote() -> tuple[zygote.Zygote, dict[str, str]] | None:
     """This process's CLI zygote and the environment it imported under (None where it could
     not start: runs are fresh interpreters then)."""
     env = _zygote_env.setdefault(os.getpid(), cli_env())  # what most runs are given
-    started = zygote.zygote_for(partial(subprocess.Popen, env=env), PRELOAD)
+    # Ctrl-C as at a terminal, however the tests were started (its forks inherit it)
+    popen = partial(subprocess.Popen, env=env, preexec_fn=default_stop_signals)
+    started = zygote.zygote_for(popen, PRELOAD)
     return None if started is None else (started, env)
 
 
@@ -157,7 +161,7 @@ def start_cli(
         proc = subprocess.Popen(
             cli() + list(args), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            text=True, start_new_session=True,
+            text=True, start_new_session=True, preexec_fn=default_stop_signals,
         )  # fmt: skip
         return CliProcess(proc, proc.stdout, proc.stderr)  # type: ignore[arg-type]
     script = cli()[0]
