@@ -144,6 +144,7 @@ async def test_a_start_cancelled_anywhere_leaves_no_program(adapter, monkeypatch
             forks["done"] += 1
 
     monkeypatch.setattr(Zygote, "run", slow_run)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}  # other tests' servers
     for delay in (0.0, 0.01, 0.1, 0.5):
         a = adapter(ECHO)
         task = asyncio.ensure_future(a.start())
@@ -154,7 +155,7 @@ async def test_a_start_cancelled_anywhere_leaves_no_program(adapter, monkeypatch
         await a.stop()
 
         def none_left() -> bool:  # once every fork begun has ended (a cancel does not stop it)
-            children = psutil.Process().children(recursive=True)
+            children = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
             return forks["done"] == forks["started"] and not excluding_zygotes(children)
 
         await asyncio.to_thread(
