@@ -255,13 +255,10 @@ def _child(request: dict[str, Any], fds: list[int], ready_w: int, keep: Sequence
         _run_entry(request, fds)
     listen_fd, log_fd = fds
     devnull = os.open(os.devnull, os.O_RDONLY)
-    _stdio([devnull, log_fd, log_fd])
+    _stdio([devnull, log_fd, log_fd], unbuffered=True)
     argv = list(request["argv"])
     argv[argv.index("--fd") + 1] = str(listen_fd)
     argv[argv.index("--parent-pid") + 1] = str(os.getppid())  # launch's guards watch this zygote
-    for stream in (sys.stdout, sys.stderr):
-        with suppress(Exception):
-            stream.reconfigure(write_through=True)  # type: ignore[union-attr]
     _enter(request, None)
     sys.argv = [LAUNCH, *argv]
     try:
@@ -281,11 +278,7 @@ def _run_entry(request: dict[str, Any], stdio: list[int]) -> None:
     from openenv_train.runtime.launch import _die_with_parent
 
     _die_with_parent()
-    _stdio(stdio)
-    if request["env"].get("PYTHONUNBUFFERED"):
-        for stream in (sys.stdout, sys.stderr):
-            with suppress(Exception):
-                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+    _stdio(stdio, unbuffered=bool(request["env"].get("PYTHONUNBUFFERED")))
     module, _, function = request["entry"].partition(":")
 
     def program() -> Any:
@@ -301,12 +294,17 @@ def _run_entry(request: dict[str, Any], stdio: list[int]) -> None:
     _finish(program)
 
 
-def _stdio(fds: list[int]) -> None:
-    """The received descriptors become 0, 1 and 2 (each closed once it is duplicated)."""
+def _stdio(fds: list[int], unbuffered: bool) -> None:
+    """The received descriptors become 0, 1 and 2 (each closed once it is duplicated);
+    ``unbuffered``: stdout and stderr write through, as ``python -u`` has them."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in set(fds) - {0, 1, 2}:
         os.close(fd)
+    if unbuffered:
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
 
 
 def _enter(request: dict[str, Any], path0: str | None) -> None:
